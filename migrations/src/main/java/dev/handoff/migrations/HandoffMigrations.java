@@ -1,0 +1,73 @@
+package dev.handoff.migrations;
+
+import java.util.Objects;
+import javax.sql.DataSource;
+import org.flywaydb.core.Flyway;
+import org.flywaydb.core.api.output.MigrateResult;
+
+/**
+ * Applies handoff's schema ({@code outbox}, {@code relay_lease}, {@code inbox}, {@code dead_letter}) with Flyway.
+ *
+ * <p>The scripts live on the classpath at {@value #LOCATION}. They use unqualified table names, so they can be
+ * applied into any schema. handoff keeps its own Flyway history table, {@value #HISTORY_TABLE}, inside its schema,
+ * which lets it coexist with the application's own migrations and their {@code flyway_schema_history}. An
+ * application that prefers to run everything from its own Flyway instance can add {@value #LOCATION} to its
+ * locations instead, with the target schema as Flyway's default schema.
+ *
+ * <p>Migrating is idempotent: applying an up-to-date schema again changes nothing. This class is thread-safe;
+ * concurrent migrations of the same schema are serialized by Flyway's lock on the history table.
+ */
+public final class HandoffMigrations {
+
+  /** The schema used when none is given. */
+  public static final String DEFAULT_SCHEMA = "handoff";
+
+  /** The classpath location of handoff's Flyway scripts. */
+  public static final String LOCATION = "classpath:dev/handoff/migrations/db";
+
+  /** The name of handoff's own Flyway history table, created inside handoff's schema. */
+  public static final String HISTORY_TABLE = "handoff_schema_history";
+
+  private HandoffMigrations() {}
+
+  /**
+   * Creates or upgrades handoff's tables in the {@value #DEFAULT_SCHEMA} schema.
+   *
+   * @return the number of scripts applied (0 when the schema was up to date)
+   */
+  public static int migrate(DataSource dataSource) {
+    return migrate(dataSource, DEFAULT_SCHEMA);
+  }
+
+  /**
+   * Creates or upgrades handoff's tables in {@code schema}, creating the schema if it does not exist.
+   *
+   * @param schema a schema name matching {@link SchemaNames#PATTERN}
+   * @return the number of scripts applied (0 when the schema was up to date)
+   * @throws IllegalArgumentException if the schema name is not a plain lower-case identifier
+   * @throws org.flywaydb.core.api.FlywayException if a script fails; the failed script is rolled back
+   */
+  public static int migrate(DataSource dataSource, String schema) {
+    Objects.requireNonNull(dataSource, "dataSource");
+    SchemaNames.requireValid(schema);
+    MigrateResult result = flyway(dataSource, schema).migrate();
+    return result.migrationsExecuted;
+  }
+
+  private static Flyway flyway(DataSource dataSource, String schema) {
+    return Flyway.configure(HandoffMigrations.class.getClassLoader())
+        .dataSource(dataSource)
+        .schemas(schema)
+        .defaultSchema(schema)
+        .createSchemas(true)
+        // The schema may already hold the application's own tables and Flyway history: start handoff's
+        // history at version 0 there instead of refusing a non-empty schema.
+        .baselineOnMigrate(true)
+        .baselineVersion("0")
+        .table(HISTORY_TABLE)
+        .locations(LOCATION)
+        .placeholderReplacement(false)
+        .loggers("slf4j")
+        .load();
+  }
+}

@@ -1,0 +1,94 @@
+-- handoff's tables. Names are unqualified on purpose: Flyway runs these scripts with the search_path set to
+-- the target schema (default "handoff"), so the same scripts can be applied into any schema, or from an
+-- application's own Flyway instance.
+
+-- One row per message appended by a producer, in the producer's transaction.
+CREATE TABLE outbox (
+    id            bigint       GENERATED ALWAYS AS IDENTITY,
+    message_id    uuid         NOT NULL,
+    topic         varchar(100) NOT NULL,
+    shard         integer      NOT NULL,
+    message_key   varchar(512),
+    type          varchar(200) NOT NULL,
+    payload       bytea        NOT NULL,
+    headers       jsonb        NOT NULL DEFAULT '{}'::jsonb,
+    created_at    timestamptz  NOT NULL DEFAULT now(),
+    -- The Redis stream entry ID (ms-seq) assigned by the relay before it publishes; NULL until assigned.
+    stream_ms     bigint,
+    stream_seq    bigint,
+    published_at  timestamptz,
+    CONSTRAINT outbox_pkey PRIMARY KEY (id),
+    CONSTRAINT outbox_message_id_key UNIQUE (message_id),
+    CONSTRAINT outbox_shard_check CHECK (shard >= 0),
+    CONSTRAINT outbox_stream_id_check CHECK ((stream_ms IS NULL) = (stream_seq IS NULL)),
+    CONSTRAINT outbox_published_check CHECK (published_at IS NULL OR stream_ms IS NOT NULL)
+);
+
+-- The relay's work queue: rows not yet published, per stream, in id order. Small when the relay keeps up.
+CREATE INDEX outbox_unpublished_idx ON outbox (topic, shard, id) WHERE published_at IS NULL;
+-- Repair and re-publication look rows up by their stream ID.
+CREATE INDEX outbox_stream_id_idx ON outbox (topic, shard, stream_ms, stream_seq) WHERE stream_ms IS NOT NULL;
+-- Retention deletes published rows oldest first.
+CREATE INDEX outbox_published_at_idx ON outbox (published_at) WHERE published_at IS NOT NULL;
+
+-- One row per (topic, shard) stream: who may write it (lease with a fencing epoch) and what was assigned.
+CREATE TABLE relay_lease (
+    topic          varchar(100) NOT NULL,
+    shard          integer      NOT NULL,
+    owner          varchar(200),
+    epoch          bigint       NOT NULL DEFAULT 0,
+    expires_at     timestamptz  NOT NULL DEFAULT '-infinity',
+    -- Highest stream ID ever assigned for this stream.
+    last_ms        bigint       NOT NULL DEFAULT 0,
+    last_seq       bigint       NOT NULL DEFAULT 0,
+    -- Every consumer group had finished every entry below this ID when it was recorded (the trim point).
+    watermark_ms   bigint       NOT NULL DEFAULT 0,
+    watermark_seq  bigint       NOT NULL DEFAULT 0,
+    -- The stream's entries-added as last seen by the relay; going backwards means Redis lost the stream.
+    entries_added  bigint       NOT NULL DEFAULT 0,
+    -- Unpublished rows of this stream as last counted by the relay (cached depth for capacity checks).
+    unpublished    bigint       NOT NULL DEFAULT 0,
+    updated_at     timestamptz  NOT NULL DEFAULT now(),
+    CONSTRAINT relay_lease_pkey PRIMARY KEY (topic, shard)
+);
+
+-- Processed-message markers, written in the consumer's business transaction. The primary key is the fence
+-- that makes redelivery, replay, reclaim and zombie consumers harmless.
+CREATE TABLE inbox (
+    consumer_group  varchar(200) NOT NULL,
+    message_id      uuid         NOT NULL,
+    stream_id       varchar(64),
+    outcome         varchar(16)  NOT NULL DEFAULT 'processed',
+    processed_at    timestamptz  NOT NULL DEFAULT now(),
+    CONSTRAINT inbox_pkey PRIMARY KEY (consumer_group, message_id),
+    CONSTRAINT inbox_outcome_check CHECK (outcome IN ('processed', 'dead'))
+);
+
+CREATE INDEX inbox_processed_at_idx ON inbox (processed_at);
+
+-- Messages a consumer group gave up on, with the message itself so that it can be retried later.
+CREATE TABLE dead_letter (
+    id              bigint       GENERATED ALWAYS AS IDENTITY,
+    consumer_group  varchar(200) NOT NULL,
+    -- NULL when the stream entry could not be decoded at all.
+    message_id      uuid,
+    topic           varchar(100) NOT NULL,
+    stream_key      varchar(300) NOT NULL,
+    stream_id       varchar(64)  NOT NULL,
+    outbox_id       bigint,
+    message_key     varchar(512),
+    type            varchar(200),
+    headers         jsonb,
+    payload         bytea,
+    created_at      timestamptz,
+    deliveries      integer      NOT NULL,
+    error           text         NOT NULL,
+    dead_at         timestamptz  NOT NULL DEFAULT now(),
+    status          varchar(16)  NOT NULL DEFAULT 'dead',
+    retried_at      timestamptz,
+    CONSTRAINT dead_letter_pkey PRIMARY KEY (id),
+    CONSTRAINT dead_letter_entry_key UNIQUE (consumer_group, stream_key, stream_id),
+    CONSTRAINT dead_letter_status_check CHECK (status IN ('dead', 'retried'))
+);
+
+CREATE INDEX dead_letter_status_idx ON dead_letter (consumer_group, status);

@@ -1,0 +1,193 @@
+package dev.handoff.testing;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.migrations.HandoffMigrations;
+import java.net.URI;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.ThreadLocalRandom;
+import javax.sql.DataSource;
+import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.params.ScanParams;
+import redis.clients.jedis.resps.ScanResult;
+
+/**
+ * What one integration test class works with: a connection pool to the shared PostgreSQL, a schema of its own
+ * (migrated unless the class says otherwise), a Redis key prefix of its own, and private Redis servers for fault
+ * tests. Closing it drops the schema, deletes the class's Redis keys and stops its private servers.
+ */
+public final class TestEnvironment implements AutoCloseable {
+
+  private final String schema;
+  private final String keyPrefix;
+  private final TestServers.Postgres postgres;
+  private final HikariDataSource dataSource;
+  private final URI redisUri;
+  private final RedisClient redis;
+  private final List<AutoCloseable> resources = new ArrayList<>();
+
+  private TestEnvironment(String schema, String keyPrefix) {
+    this.schema = schema;
+    this.keyPrefix = keyPrefix;
+    this.postgres = TestServers.postgres();
+    this.dataSource = pool(postgres, schema, 24);
+    this.redisUri = TestServers.redis();
+    this.redis = redisClient(redisUri);
+  }
+
+  static TestEnvironment create(Class<?> testClass, boolean migrate) {
+    String suffix = Integer.toHexString(ThreadLocalRandom.current().nextInt(0x100000, 0xFFFFFF));
+    String base = testClass.getSimpleName().toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9]", "");
+    if (base.length() > 36) {
+      base = base.substring(0, 36);
+    }
+    String schema = "t_" + base + "_" + suffix;
+    TestEnvironment env = new TestEnvironment(schema, "t" + suffix);
+    if (migrate) {
+      HandoffMigrations.migrate(env.dataSource, schema);
+    }
+    return env;
+  }
+
+  /** The schema of this test class: create tables here, pass it to handoff's builders. */
+  public String schema() {
+    return schema;
+  }
+
+  /** The Redis key prefix of this test class: pass it to handoff's builders. */
+  public String keyPrefix() {
+    return keyPrefix;
+  }
+
+  /** A pool of up to 24 connections whose search_path is this class's schema. */
+  public DataSource dataSource() {
+    return dataSource;
+  }
+
+  public TestServers.Postgres postgres() {
+    return postgres;
+  }
+
+  /** A client of the shared Redis server (RESP2). */
+  public RedisClient redis() {
+    return redis;
+  }
+
+  public URI redisUri() {
+    return redisUri;
+  }
+
+  /** A new client of the given server, closed with this environment. */
+  public RedisClient newRedisClient(URI uri) {
+    RedisClient client = redisClient(uri);
+    resources.add(client);
+    return client;
+  }
+
+  /** A new pool to the shared PostgreSQL server, closed with this environment. */
+  public HikariDataSource newDataSource(int maxConnections) {
+    HikariDataSource pool = pool(postgres, schema, maxConnections);
+    resources.add(pool);
+    return pool;
+  }
+
+  /** A Redis server of this test's own, which the test may stop and restart; stopped with this environment. */
+  public RestartableRedis privateRedis() {
+    RestartableRedis server = RestartableRedis.start();
+    resources.add(server);
+    return server;
+  }
+
+  /** Runs a query that returns one number, such as a count, with the given parameters. */
+  public long queryLong(String sql, Object... params) {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(sql)) {
+      for (int i = 0; i < params.length; i++) {
+        ps.setObject(i + 1, params[i]);
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          throw new IllegalStateException("no row from: " + sql);
+        }
+        return rs.getLong(1);
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException(sql, e);
+    }
+  }
+
+  /** Runs statements in autocommit mode. */
+  public void execute(String... statements) {
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement()) {
+      for (String sql : statements) {
+        s.execute(sql);
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException(String.join("; ", statements), e);
+    }
+  }
+
+  @Override
+  public void close() {
+    for (AutoCloseable resource : resources) {
+      try {
+        resource.close();
+      } catch (Exception e) {
+        // keep closing the others
+      }
+    }
+    try {
+      execute("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+    } finally {
+      deleteKeys(redis, keyPrefix);
+      redis.close();
+      dataSource.close();
+    }
+  }
+
+  private static void deleteKeys(RedisClient client, String prefix) {
+    String cursor = ScanParams.SCAN_POINTER_START;
+    ScanParams params = new ScanParams().match(prefix + "*").count(500);
+    do {
+      ScanResult<String> page = client.scan(cursor, params);
+      if (!page.getResult().isEmpty()) {
+        client.del(page.getResult().toArray(String[]::new));
+      }
+      cursor = page.getCursor();
+    } while (!ScanParams.SCAN_POINTER_START.equals(cursor));
+  }
+
+  private static HikariDataSource pool(TestServers.Postgres pg, String schema, int maxConnections) {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(pg.jdbcUrl());
+    if (pg.user() != null) {
+      config.setUsername(pg.user());
+    }
+    if (pg.password() != null) {
+      config.setPassword(pg.password());
+    }
+    config.setMaximumPoolSize(maxConnections);
+    config.setMinimumIdle(0);
+    config.setConnectionTimeout(10_000);
+    config.setPoolName("test-" + schema);
+    config.setSchema(schema);
+    return new HikariDataSource(config);
+  }
+
+  static RedisClient redisClient(URI uri) {
+    return RedisClient.builder()
+        .hostAndPort(new HostAndPort(uri.getHost(), uri.getPort()))
+        .clientConfig(DefaultJedisClientConfig.builder().resp2().timeoutMillis(5_000).build())
+        .build();
+  }
+}

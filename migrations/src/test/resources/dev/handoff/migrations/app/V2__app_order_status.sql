@@ -1,0 +1,1 @@
+ALTER TABLE app_order ADD COLUMN status varchar(20) NOT NULL DEFAULT 'new';
