@@ -1,0 +1,61 @@
+package dev.handoff.outbox;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * What an append does when its topic already holds {@code maxUnpublished} rows that the relay has not published:
+ * the backpressure that keeps producers from outrunning the relay and consumers without bound.
+ *
+ * <p>The depth is a cached figure (refreshed at most every {@link OutboxBuilder#depthRefreshInterval(Duration)},
+ * and raised locally by each append), so the bound is approximate by at most one refresh interval of appends
+ * from each process. "Appended" means committed to the outbox; it does not mean published or processed.
+ */
+public sealed interface CapacityPolicy {
+
+  /** No bound (the default): the outbox absorbs any backlog. */
+  static CapacityPolicy unlimited() {
+    return Unlimited.INSTANCE;
+  }
+
+  /** Refuse at once with {@link OutboxFullException} when the topic holds {@code maxUnpublished} rows. */
+  static CapacityPolicy reject(long maxUnpublished) {
+    return new Reject(maxUnpublished);
+  }
+
+  /**
+   * Wait, inside the caller's transaction, until the depth falls below {@code maxUnpublished}; throw
+   * {@link OutboxFullException} if it has not by {@code deadline}. The transaction stays open (and keeps its locks)
+   * while it waits.
+   */
+  static CapacityPolicy waitUpTo(long maxUnpublished, Duration deadline) {
+    return new Wait(maxUnpublished, deadline);
+  }
+
+  /** See {@link #unlimited()}. */
+  enum Unlimited implements CapacityPolicy {
+    INSTANCE
+  }
+
+  /** See {@link #reject(long)}. */
+  record Reject(long maxUnpublished) implements CapacityPolicy {
+    public Reject {
+      if (maxUnpublished < 1) {
+        throw new IllegalArgumentException("maxUnpublished must be at least 1, was " + maxUnpublished);
+      }
+    }
+  }
+
+  /** See {@link #waitUpTo(long, Duration)}. */
+  record Wait(long maxUnpublished, Duration deadline) implements CapacityPolicy {
+    public Wait {
+      if (maxUnpublished < 1) {
+        throw new IllegalArgumentException("maxUnpublished must be at least 1, was " + maxUnpublished);
+      }
+      Objects.requireNonNull(deadline, "deadline");
+      if (deadline.isNegative() || deadline.isZero()) {
+        throw new IllegalArgumentException("deadline must be positive, was " + deadline);
+      }
+    }
+  }
+}

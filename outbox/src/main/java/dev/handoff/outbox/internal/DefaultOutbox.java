@@ -1,0 +1,228 @@
+package dev.handoff.outbox.internal;
+
+import dev.handoff.outbox.AppendedMessage;
+import dev.handoff.outbox.CapacityPolicy;
+import dev.handoff.outbox.InvalidMessageException;
+import dev.handoff.outbox.Message;
+import dev.handoff.outbox.Outbox;
+import dev.handoff.outbox.OutboxConfig;
+import dev.handoff.outbox.OutboxFullException;
+import dev.handoff.outbox.OutboxWriteException;
+import dev.handoff.outbox.TopicConfig;
+import java.nio.charset.StandardCharsets;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+
+/** The JDBC implementation of {@link Outbox}. Thread-safe: it holds no per-call state. */
+public final class DefaultOutbox implements Outbox {
+
+  private final OutboxConfig config;
+  private final String channel;
+  private final String insertOne;
+  private final String insertMany;
+  private final DepthGauge depth;
+
+  public DefaultOutbox(OutboxConfig config) {
+    this.config = Objects.requireNonNull(config, "config");
+    String table = config.schema() + ".outbox";
+    this.channel = Notifications.channel(config.schema());
+    // The notification rides in the insert's own statement: one round trip per append. PostgreSQL delivers it at
+    // commit and folds duplicates within a transaction.
+    this.insertOne =
+        "WITH ins AS (INSERT INTO " + table
+            + " (message_id, topic, shard, message_key, type, payload, headers)"
+            + " VALUES (?, ?, ?, ?, ?, ?, ?::jsonb) RETURNING id)"
+            + " SELECT ins.id FROM ins, (SELECT pg_notify(?, ?)) n";
+    this.insertMany =
+        "WITH n AS MATERIALIZED (SELECT pg_notify(?, t) FROM unnest(?::text[]) t),"
+            + " ins AS (INSERT INTO " + table
+            + " (message_id, topic, shard, message_key, type, payload, headers)"
+            + " SELECT m, t, s, k, ty, p, h::jsonb"
+            + " FROM unnest(?::uuid[], ?::text[], ?::int[], ?::text[], ?::text[], ?::bytea[], ?::text[])"
+            + " AS u(m, t, s, k, ty, p, h) RETURNING id, message_id)"
+            + " SELECT ins.id, ins.message_id FROM ins WHERE (SELECT count(*) FROM n) >= 0";
+    this.depth = new DepthGauge(config.schema(), config.depthRefreshInterval().toNanos());
+  }
+
+  @Override
+  public OutboxConfig config() {
+    return config;
+  }
+
+  @Override
+  public AppendedMessage append(Connection tx, Message message) {
+    Objects.requireNonNull(message, "message");
+    requireTransaction(tx);
+    Prepared p = prepare(message);
+    try {
+      reserveCapacity(tx, message.topic(), 1);
+      try (PreparedStatement ps = tx.prepareStatement(insertOne)) {
+        ps.setObject(1, p.messageId);
+        ps.setString(2, message.topic());
+        ps.setInt(3, p.shard);
+        ps.setString(4, message.key());
+        ps.setString(5, message.type());
+        ps.setBytes(6, p.payload);
+        ps.setString(7, p.headersJson);
+        ps.setString(8, channel);
+        ps.setString(9, message.topic());
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          long id = rs.getLong(1);
+          depth.added(message.topic(), 1);
+          return new AppendedMessage(id, p.messageId, message.topic(), p.shard);
+        }
+      }
+    } catch (SQLException e) {
+      throw new OutboxWriteException("could not append to outbox topic '" + message.topic() + "'", e);
+    }
+  }
+
+  @Override
+  public List<AppendedMessage> appendAll(Connection tx, List<Message> messages) {
+    Objects.requireNonNull(messages, "messages");
+    requireTransaction(tx);
+    if (messages.isEmpty()) {
+      return List.of();
+    }
+    int n = messages.size();
+    List<Prepared> prepared = new ArrayList<>(n);
+    Map<String, Integer> perTopic = new LinkedHashMap<>();
+    for (Message m : messages) {
+      prepared.add(prepare(Objects.requireNonNull(m, "messages must not contain null")));
+      perTopic.merge(m.topic(), 1, Integer::sum);
+    }
+    UUID[] ids = new UUID[n];
+    String[] topics = new String[n];
+    Integer[] shards = new Integer[n];
+    String[] keys = new String[n];
+    String[] types = new String[n];
+    byte[][] payloads = new byte[n][];
+    String[] headers = new String[n];
+    for (int i = 0; i < n; i++) {
+      Message m = messages.get(i);
+      Prepared p = prepared.get(i);
+      ids[i] = p.messageId;
+      topics[i] = m.topic();
+      shards[i] = p.shard;
+      keys[i] = m.key();
+      types[i] = m.type();
+      payloads[i] = p.payload;
+      headers[i] = p.headersJson;
+    }
+    try {
+      for (Map.Entry<String, Integer> e : perTopic.entrySet()) {
+        reserveCapacity(tx, e.getKey(), e.getValue());
+      }
+      Map<UUID, Long> outboxIds = new HashMap<>(n * 2);
+      try (PreparedStatement ps = tx.prepareStatement(insertMany)) {
+        ps.setString(1, channel);
+        ps.setArray(2, tx.createArrayOf("text", perTopic.keySet().toArray(String[]::new)));
+        ps.setArray(3, tx.createArrayOf("uuid", ids));
+        ps.setArray(4, tx.createArrayOf("text", topics));
+        ps.setArray(5, tx.createArrayOf("int4", shards));
+        ps.setArray(6, tx.createArrayOf("text", keys));
+        ps.setArray(7, tx.createArrayOf("text", types));
+        Array payloadArray = tx.createArrayOf("bytea", payloads);
+        ps.setArray(8, payloadArray);
+        ps.setArray(9, tx.createArrayOf("text", headers));
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            outboxIds.put(rs.getObject(2, UUID.class), rs.getLong(1));
+          }
+        }
+      }
+      perTopic.forEach(depth::added);
+      List<AppendedMessage> result = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        result.add(new AppendedMessage(outboxIds.get(ids[i]), ids[i], topics[i], shards[i]));
+      }
+      return result;
+    } catch (SQLException e) {
+      throw new OutboxWriteException("could not append a batch of " + n + " messages to the outbox", e);
+    }
+  }
+
+  private record Prepared(UUID messageId, int shard, byte[] payload, String headersJson) {}
+
+  private Prepared prepare(Message message) {
+    if (message.payloadSize() > config.maxPayloadBytes()) {
+      throw new InvalidMessageException(
+          "payload",
+          "payload of a '" + message.type() + "' message to topic '" + message.topic() + "' is "
+              + message.payloadSize() + " bytes, over the limit of " + config.maxPayloadBytes() + " bytes");
+    }
+    String headersJson = Json.writeStringMap(message.headers());
+    int headerBytes = headersJson.getBytes(StandardCharsets.UTF_8).length;
+    if (headerBytes > config.maxHeaderBytes()) {
+      throw new InvalidMessageException(
+          "headers",
+          "headers of a '" + message.type() + "' message to topic '" + message.topic() + "' are " + headerBytes
+              + " bytes as JSON, over the limit of " + config.maxHeaderBytes() + " bytes");
+    }
+    TopicConfig topic = config.topic(message.topic());
+    UUID messageId = UuidV7.next(config.clock().millis());
+    int shard = Shards.of(message.key(), messageId, topic.shards());
+    return new Prepared(messageId, shard, message.payload(), headersJson);
+  }
+
+  private static void requireTransaction(Connection tx) {
+    Objects.requireNonNull(tx, "tx");
+    try {
+      if (tx.getAutoCommit()) {
+        throw new IllegalStateException(
+            "outbox append needs a connection inside a transaction, but this connection is in auto-commit mode; "
+                + "call setAutoCommit(false) and commit the business change and the append together");
+      }
+    } catch (SQLException e) {
+      throw new OutboxWriteException("could not read the connection's auto-commit mode", e);
+    }
+  }
+
+  private void reserveCapacity(Connection tx, String topic, int rows) throws SQLException {
+    CapacityPolicy policy = config.topic(topic).capacity();
+    if (policy instanceof CapacityPolicy.Reject reject) {
+      long seen = depth.depth(tx, topic, reject.maxUnpublished());
+      if (seen + rows > reject.maxUnpublished()) {
+        throw new OutboxFullException(topic, seen, reject.maxUnpublished(), rows > 1 ? rows + " rows refused" : "");
+      }
+    } else if (policy instanceof CapacityPolicy.Wait wait) {
+      long max = wait.maxUnpublished();
+      long seen = depth.depth(tx, topic, max);
+      if (seen + rows <= max) {
+        return;
+      }
+      long startNanos = System.nanoTime();
+      long deadlineNanos = startNanos + wait.deadline().toNanos();
+      long pollMillis = Math.max(1, config.capacityPollInterval().toMillis());
+      while (seen + rows > max) {
+        long remainingNanos = deadlineNanos - System.nanoTime();
+        if (remainingNanos <= 0) {
+          throw new OutboxFullException(
+              topic, seen, max, "waited " + wait.deadline().toMillis() + " ms for capacity");
+        }
+        sleep(Math.min(pollMillis, Math.max(1, remainingNanos / 1_000_000)), topic);
+        seen = depth.count(tx, topic, max);
+      }
+    }
+  }
+
+  private static void sleep(long millis, String topic) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while waiting for capacity on outbox topic '" + topic + "'", e);
+    }
+  }
+}
