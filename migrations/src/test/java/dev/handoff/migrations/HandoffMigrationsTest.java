@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 @HandoffTest(migrate = false)
 class HandoffMigrationsTest {
 
-  private static final List<String> TABLES = List.of("dead_letter", "inbox", "outbox", "relay_lease");
+  private static final List<String> TABLES = List.of("dead_letter", "inbox", "outbox", "relay_lease", "relay_member");
 
   @Test
   void appliesOnAFreshDatabaseAndReapplyingIsANoOp(TestEnvironment env) {

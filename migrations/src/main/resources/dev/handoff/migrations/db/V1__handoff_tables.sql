@@ -92,3 +92,11 @@ CREATE TABLE dead_letter (
 );
 
 CREATE INDEX dead_letter_status_idx ON dead_letter (consumer_group, status);
+
+-- Live relay processes, so that several relays can split the shards between them fairly.
+CREATE TABLE relay_member (
+    owner         varchar(200) NOT NULL,
+    started_at    timestamptz  NOT NULL DEFAULT now(),
+    heartbeat_at  timestamptz  NOT NULL DEFAULT now(),
+    CONSTRAINT relay_member_pkey PRIMARY KEY (owner)
+);
