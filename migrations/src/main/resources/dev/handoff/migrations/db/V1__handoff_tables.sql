@@ -44,10 +44,9 @@ CREATE TABLE relay_lease (
     -- Every consumer group had finished every entry below this ID when it was recorded (the trim point).
     watermark_ms   bigint       NOT NULL DEFAULT 0,
     watermark_seq  bigint       NOT NULL DEFAULT 0,
-    -- The stream's entries-added as last seen by the relay; going backwards means Redis lost the stream.
+    -- How many entries the relays have added to the stream, as last confirmed by Redis. Redis keeps its own
+    -- count beside the stream; finding it lower means Redis lost the stream (restart without persistence).
     entries_added  bigint       NOT NULL DEFAULT 0,
-    -- Unpublished rows of this stream as last counted by the relay (cached depth for capacity checks).
-    unpublished    bigint       NOT NULL DEFAULT 0,
     updated_at     timestamptz  NOT NULL DEFAULT now(),
     CONSTRAINT relay_lease_pkey PRIMARY KEY (topic, shard)
 );

@@ -1,0 +1,79 @@
+package dev.handoff.outbox;
+
+import java.time.Duration;
+import java.util.Set;
+import javax.sql.DataSource;
+import redis.clients.jedis.UnifiedJedis;
+
+/**
+ * Hands committed outbox rows to Redis Streams, exactly once per row into the stream, in order per shard.
+ *
+ * <p>How it keeps that promise: each (topic, shard) stream has one writer at a time, chosen by a lease in the
+ * {@code relay_lease} table on the database clock, with an epoch that grows at every takeover and fences every
+ * write. Before anything goes to Redis, the writer assigns each row an explicit stream ID, strictly above every ID
+ * assigned before and above the stream's own last ID, and commits it. Only then does it add the entries with those
+ * IDs. Redis refuses an ID that is not above the stream's top, so re-sending a batch after a crash, a pause or a
+ * takeover cannot add an entry twice; a refused ID whose entry is present counts as published, and one whose entry
+ * is absent gets a fresh ID (an anomaly, reported). A database transaction is never held across a Redis call.
+ *
+ * <p>Guarantees: every committed row reaches its stream once (while Redis keeps its data; if Redis loses a stream,
+ * the rows at or above the trim watermark are published again with their original IDs and consumers' inboxes absorb
+ * the repeats); per shard, entries are in assignment order, which follows commit visibility; rows of rolled-back
+ * transactions never exist. Streams are trimmed only below what every consumer group has finished, and published
+ * rows are deleted after {@code outboxRetention}.
+ *
+ * <p>Several relays may run against one database: they split the shards between them and take over the shards of
+ * a relay that stops renewing its leases. Instances are thread-safe.
+ */
+public interface Relay extends AutoCloseable {
+
+  /**
+   * Starts building a relay.
+   *
+   * @param dataSource connections to the database holding the outbox; the relay keeps one open for LISTEN and
+   *     borrows one at a time for its work
+   * @param redis the Redis client (for example {@code RedisClient}); shared, never closed by the relay
+   */
+  static RelayBuilder builder(DataSource dataSource, UnifiedJedis redis) {
+    return new RelayBuilder(dataSource, redis);
+  }
+
+  /**
+   * Starts the relay's thread, which runs until {@link #close()}: it takes its share of the shards, publishes as
+   * rows are committed (woken by {@code pg_notify}, polling as a fallback), trims streams and purges old rows.
+   *
+   * @throws IllegalStateException if the relay was already started or closed
+   */
+  void start();
+
+  /**
+   * Runs one pass on the caller's thread: renews or takes leases, publishes everything committed so far, and
+   * returns what it did. Meant for tests and tools that want determinism; do not mix with {@link #start()}.
+   */
+  RelayCycle relayOnce();
+
+  /** Trims every owned stream below what all its consumer groups have finished, and purges expired rows now. */
+  void maintainOnce();
+
+  /** The shards this relay holds a lease on right now. */
+  Set<ShardId> ownedShards();
+
+  /** The configuration this relay was built with. */
+  RelayConfig config();
+
+  /**
+   * Stops taking work, publishes what was already assigned within the drain timeout, releases the leases (so that
+   * another relay takes over at once instead of after the lease TTL) and stops. Idempotent.
+   */
+  @Override
+  default void close() {
+    close(config().drainTimeout());
+  }
+
+  /**
+   * Like {@link #close()} with an explicit drain deadline.
+   *
+   * @return true if everything assigned was published before the deadline
+   */
+  boolean close(Duration drainTimeout);
+}

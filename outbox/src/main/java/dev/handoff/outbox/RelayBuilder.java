@@ -1,0 +1,177 @@
+package dev.handoff.outbox;
+
+import dev.handoff.migrations.HandoffMigrations;
+import dev.handoff.outbox.internal.DefaultRelay;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
+import javax.sql.DataSource;
+import redis.clients.jedis.UnifiedJedis;
+
+/** Builds a {@link Relay}. Not thread-safe; the built relay is. */
+public final class RelayBuilder {
+
+  /** Lease lifetime by default: a dead relay's shards are taken over after at most this long. */
+  public static final Duration DEFAULT_LEASE_TTL = Duration.ofSeconds(10);
+  public static final int DEFAULT_MIN_BATCH_SIZE = 50;
+  public static final int DEFAULT_MAX_BATCH_SIZE = 1000;
+  public static final int DEFAULT_MAX_BATCH_BYTES = 8 << 20;
+  /** The longest wait between looks at the outbox when no notification arrives. */
+  public static final Duration DEFAULT_IDLE_POLL_INTERVAL = Duration.ofSeconds(1);
+  public static final Duration DEFAULT_OUTBOX_RETENTION = Duration.ofDays(7);
+  public static final int DEFAULT_RETENTION_BATCH_SIZE = 1000;
+  public static final Duration DEFAULT_MAINTENANCE_INTERVAL = Duration.ofSeconds(30);
+  public static final int DEFAULT_TRIM_LIMIT = 10_000;
+  public static final Duration DEFAULT_DRAIN_TIMEOUT = Duration.ofSeconds(10);
+
+  private final DataSource dataSource;
+  private final UnifiedJedis redis;
+  private String schema = HandoffMigrations.DEFAULT_SCHEMA;
+  private String keyPrefix = StreamFormat.DEFAULT_KEY_PREFIX;
+  private final List<TopicConfig> topics = new ArrayList<>();
+  private String owner;
+  private Duration leaseTtl = DEFAULT_LEASE_TTL;
+  private int minBatchSize = DEFAULT_MIN_BATCH_SIZE;
+  private int maxBatchSize = DEFAULT_MAX_BATCH_SIZE;
+  private int maxBatchBytes = DEFAULT_MAX_BATCH_BYTES;
+  private Duration idlePollInterval = DEFAULT_IDLE_POLL_INTERVAL;
+  private Duration outboxRetention = DEFAULT_OUTBOX_RETENTION;
+  private int retentionBatchSize = DEFAULT_RETENTION_BATCH_SIZE;
+  private Duration maintenanceInterval = DEFAULT_MAINTENANCE_INTERVAL;
+  private int trimLimit = DEFAULT_TRIM_LIMIT;
+  private Duration drainTimeout = DEFAULT_DRAIN_TIMEOUT;
+  private RelayListener listener = RelayListener.NOOP;
+  private Clock clock = Clock.systemUTC();
+
+  RelayBuilder(DataSource dataSource, UnifiedJedis redis) {
+    this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+    this.redis = Objects.requireNonNull(redis, "redis");
+  }
+
+  /** The schema holding handoff's tables. Defaults to {@code handoff}. */
+  public RelayBuilder schema(String schema) {
+    this.schema = schema;
+    return this;
+  }
+
+  /** The prefix of every Redis key. Defaults to {@code handoff}. */
+  public RelayBuilder keyPrefix(String keyPrefix) {
+    this.keyPrefix = keyPrefix;
+    return this;
+  }
+
+  /** A topic to publish, with its shard count (which must match the producers'). At least one is required. */
+  public RelayBuilder topic(TopicConfig topic) {
+    topics.add(Objects.requireNonNull(topic, "topic"));
+    return this;
+  }
+
+  /** A topic with one shard. */
+  public RelayBuilder topic(String topic) {
+    return topic(TopicConfig.of(topic));
+  }
+
+  /** This relay's name in leases. Defaults to {@code relay-<host>-<pid>-<random>}, unique per process. */
+  public RelayBuilder owner(String owner) {
+    this.owner = owner;
+    return this;
+  }
+
+  /** How long a lease lasts without renewal (renewed every third of it). Defaults to 10 s. */
+  public RelayBuilder leaseTtl(Duration leaseTtl) {
+    this.leaseTtl = leaseTtl;
+    return this;
+  }
+
+  /** Bounds of the adaptive batch size: it doubles while batches come back full. Defaults to 50 and 1000. */
+  public RelayBuilder batchSize(int min, int max) {
+    this.minBatchSize = min;
+    this.maxBatchSize = max;
+    return this;
+  }
+
+  /** The largest total payload sent to Redis in one call. Defaults to 8 MiB. */
+  public RelayBuilder maxBatchBytes(int maxBatchBytes) {
+    this.maxBatchBytes = maxBatchBytes;
+    return this;
+  }
+
+  /** The longest wait between looks at the outbox without a notification. Defaults to 1 s. */
+  public RelayBuilder idlePollInterval(Duration interval) {
+    this.idlePollInterval = interval;
+    return this;
+  }
+
+  /** How long published rows are kept for replay and repair. Defaults to 7 days. */
+  public RelayBuilder outboxRetention(Duration retention) {
+    this.outboxRetention = retention;
+    return this;
+  }
+
+  /** Rows deleted per retention statement. Defaults to 1000. */
+  public RelayBuilder retentionBatchSize(int rows) {
+    this.retentionBatchSize = rows;
+    return this;
+  }
+
+  /** How often trimming and retention run. Defaults to 30 s. */
+  public RelayBuilder maintenanceInterval(Duration interval) {
+    this.maintenanceInterval = interval;
+    return this;
+  }
+
+  /** The most stream entries evicted per trim call. Defaults to 10,000. */
+  public RelayBuilder trimLimit(int entries) {
+    this.trimLimit = entries;
+    return this;
+  }
+
+  /** How long {@link Relay#close()} waits for assigned rows to be published. Defaults to 10 s. */
+  public RelayBuilder drainTimeout(Duration timeout) {
+    this.drainTimeout = timeout;
+    return this;
+  }
+
+  /** Callbacks for metrics. Defaults to {@link RelayListener#NOOP}. */
+  public RelayBuilder listener(RelayListener listener) {
+    this.listener = listener;
+    return this;
+  }
+
+  /** The clock for the relay's own scheduling. Defaults to the system UTC clock. */
+  public RelayBuilder clock(Clock clock) {
+    this.clock = clock;
+    return this;
+  }
+
+  /**
+   * Validates the settings and builds the relay (not started).
+   *
+   * @throws IllegalArgumentException naming the first invalid setting
+   */
+  public Relay build() {
+    RelayConfig config = new RelayConfig(schema, keyPrefix, topics, owner != null ? owner : defaultOwner(),
+        leaseTtl, minBatchSize, maxBatchSize, maxBatchBytes, idlePollInterval, outboxRetention,
+        retentionBatchSize, maintenanceInterval, trimLimit, drainTimeout, listener, clock);
+    return new DefaultRelay(dataSource, redis, config);
+  }
+
+  static String defaultOwner() {
+    String host;
+    try {
+      host = InetAddress.getLocalHost().getHostName();
+    } catch (UnknownHostException e) {
+      host = "unknown";
+    }
+    long pid = ProcessHandle.current().pid();
+    String suffix = Integer.toHexString(ThreadLocalRandom.current().nextInt(0x100000, 0xFFFFFF));
+    String name = "relay-" + host + "-" + pid + "-" + suffix;
+    return name.length() <= 200 ? name : name.substring(name.length() - 200);
+  }
+
+}

@@ -1,0 +1,92 @@
+package dev.handoff.outbox;
+
+import dev.handoff.migrations.SchemaNames;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The settings of a {@link Relay}, validated and immutable. Built by {@link RelayBuilder}, which documents the
+ * defaults.
+ *
+ * @param schema the schema holding handoff's tables
+ * @param keyPrefix the prefix of every Redis key (streams are {@code <prefix>:{<topic>:<shard>}})
+ * @param topics the topics this relay publishes, with their shard counts
+ * @param owner this relay's name in leases; unique per live process
+ * @param leaseTtl how long a lease lasts without renewal; a dead relay's shards are taken over after this
+ * @param minBatchSize the smallest batch of rows assigned at once
+ * @param maxBatchSize the largest batch of rows assigned at once
+ * @param maxBatchBytes the largest total payload sent to Redis in one call
+ * @param idlePollInterval the longest wait between looks at the outbox when no notification arrives
+ * @param outboxRetention how long published rows are kept, for replay and repair
+ * @param retentionBatchSize rows deleted per retention statement
+ * @param maintenanceInterval how often trimming and retention run
+ * @param trimLimit the most stream entries evicted per trim call
+ * @param drainTimeout how long {@link Relay#close()} waits for assigned rows to be published
+ * @param listener callbacks for metrics
+ * @param clock the source of time for intervals the relay schedules itself (leases use the database clock)
+ */
+public record RelayConfig(
+    String schema,
+    String keyPrefix,
+    List<TopicConfig> topics,
+    String owner,
+    Duration leaseTtl,
+    int minBatchSize,
+    int maxBatchSize,
+    int maxBatchBytes,
+    Duration idlePollInterval,
+    Duration outboxRetention,
+    int retentionBatchSize,
+    Duration maintenanceInterval,
+    int trimLimit,
+    Duration drainTimeout,
+    RelayListener listener,
+    Clock clock) {
+
+  public RelayConfig {
+    SchemaNames.requireValid(schema);
+    StreamFormat.requireValidKeyPrefix(keyPrefix);
+    topics = List.copyOf(topics);
+    if (topics.isEmpty()) {
+      throw new IllegalArgumentException("topics must name at least one topic");
+    }
+    if (topics.stream().map(TopicConfig::name).distinct().count() != topics.size()) {
+      throw new IllegalArgumentException("topics must not repeat a topic, was " + topics);
+    }
+    if (owner == null || owner.isBlank() || owner.length() > 200) {
+      throw new IllegalArgumentException("owner must be 1 to 200 characters, was " + owner);
+    }
+    OutboxConfig.requirePositive("leaseTtl", leaseTtl);
+    if (leaseTtl.toMillis() < 300) {
+      throw new IllegalArgumentException("leaseTtl must be at least 300 ms, was " + leaseTtl);
+    }
+    if (minBatchSize < 1 || maxBatchSize < minBatchSize || maxBatchSize > 10_000) {
+      throw new IllegalArgumentException("batch sizes must satisfy 1 <= minBatchSize <= maxBatchSize <= 10000, were "
+          + minBatchSize + " and " + maxBatchSize);
+    }
+    if (maxBatchBytes < 1024) {
+      throw new IllegalArgumentException("maxBatchBytes must be at least 1024, was " + maxBatchBytes);
+    }
+    OutboxConfig.requirePositive("idlePollInterval", idlePollInterval);
+    OutboxConfig.requirePositive("outboxRetention", outboxRetention);
+    if (retentionBatchSize < 1) {
+      throw new IllegalArgumentException("retentionBatchSize must be positive, was " + retentionBatchSize);
+    }
+    OutboxConfig.requirePositive("maintenanceInterval", maintenanceInterval);
+    if (trimLimit < 1) {
+      throw new IllegalArgumentException("trimLimit must be positive, was " + trimLimit);
+    }
+    OutboxConfig.requirePositive("drainTimeout", drainTimeout);
+    Objects.requireNonNull(listener, "listener");
+    Objects.requireNonNull(clock, "clock");
+  }
+
+  /** Every shard of every configured topic, in topic and shard order. */
+  public List<ShardId> shards() {
+    return topics.stream()
+        .flatMap(t -> java.util.stream.IntStream.range(0, t.shards()).mapToObj(s -> new ShardId(t.name(), s)))
+        .toList();
+  }
+}

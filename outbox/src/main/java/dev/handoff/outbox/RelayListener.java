@@ -1,0 +1,45 @@
+package dev.handoff.outbox;
+
+/**
+ * Callbacks from a {@link Relay}, for metrics and alerts. Every method has a no-op default, so an implementation
+ * overrides what it needs.
+ *
+ * <p>Callbacks run on the relay's own thread, synchronously: keep them fast and never throw (an exception is logged
+ * and ignored). They are not called for work lost with the JVM (a crash between an XADD and the callback), so
+ * counts derived from them are lower bounds; the database and the streams are the truth.
+ */
+public interface RelayListener {
+
+  /** A listener that does nothing. */
+  RelayListener NOOP = new RelayListener() {};
+
+  /** This relay became the writer of {@code shard}, with fencing epoch {@code epoch}. */
+  default void leaseAcquired(ShardId shard, long epoch) {}
+
+  /** This relay stopped writing {@code shard}: released on purpose, or found taken by another relay. */
+  default void leaseLost(ShardId shard, long epoch, boolean released) {}
+
+  /** Rows were confirmed in the stream and marked published. */
+  default void published(ShardId shard, int rows, long oldestCreatedAtMillis) {}
+
+  /**
+   * Redis refused a stream ID and the entry was not there: something else wrote the stream. The rows get fresh
+   * IDs and are published again; this should never happen in a correct deployment.
+   */
+  default void anomaly(ShardId shard, int rows, String detail) {}
+
+  /**
+   * Redis lost the stream (restart without persistence, eviction, deletion). {@code republished} rows at or above
+   * the trim watermark are being published again with their original IDs.
+   */
+  default void streamLost(ShardId shard, long republished) {}
+
+  /** The stream was trimmed below {@code minId}, which every consumer group had finished. */
+  default void trimmed(ShardId shard, String minId, long evicted) {}
+
+  /** Published rows older than the retention window were deleted. */
+  default void purged(long rows) {}
+
+  /** A relay cycle failed; the relay retries after a pause. */
+  default void failed(Throwable error) {}
+}

@@ -1,0 +1,589 @@
+package dev.handoff.outbox.internal;
+
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayConfig;
+import dev.handoff.outbox.RelayException;
+import dev.handoff.outbox.RelayCycle;
+import dev.handoff.outbox.RelayListener;
+import dev.handoff.outbox.ShardId;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.internal.OutboxQueries.Assignment;
+import dev.handoff.outbox.internal.RedisStreams.EntryStatus;
+import dev.handoff.outbox.internal.RedisStreams.PublishResult;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.stream.Collectors;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import redis.clients.jedis.UnifiedJedis;
+
+/**
+ * The {@link Relay}: one thread that keeps its share of the shard leases, assigns stream IDs in the database,
+ * writes the entries to Redis, and marks them published; plus one thread listening for appends' notifications.
+ */
+public final class DefaultRelay implements Relay {
+
+  private static final Logger log = LoggerFactory.getLogger(Relay.class);
+
+  private enum State { NEW, RUNNING, CLOSING, CLOSED }
+
+  /** What this relay knows about a shard it holds the lease of. */
+  private static final class Owned {
+    final ShardId id;
+    final String streamKey;
+    final String relayKey;
+    final long epoch;
+    long confirmedAdded;
+    int batchSize;
+    boolean checkAssigned = true;
+
+    Owned(ShardId id, String keyPrefix, long epoch, long confirmedAdded, int batchSize) {
+      this.id = id;
+      this.streamKey = StreamFormat.streamKey(keyPrefix, id.topic(), id.shard());
+      this.relayKey = streamKey + ":relay";
+      this.epoch = epoch;
+      this.confirmedAdded = confirmedAdded;
+      this.batchSize = batchSize;
+    }
+  }
+
+  private final DataSource dataSource;
+  private final RelayConfig config;
+  private final RelayListener listener;
+  private final RedisStreams streams;
+  private final LeaseQueries leases;
+  private final OutboxQueries outbox;
+  private final List<ShardId> allShards;
+  private final String[] topicNames;
+  private final Waiter waiter = new Waiter();
+  private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
+  private final ReentrantLock work = new ReentrantLock();
+  private final Map<ShardId, Owned> owned = new LinkedHashMap<>();
+  private volatile Set<ShardId> ownedView = Set.of();
+  private volatile RelayFaults faults = RelayFaults.NONE;
+  private boolean rowsEnsured;
+  private long nextLeaseCheckNanos;
+  private long nextMaintenanceNanos;
+  private Thread loop;
+  private Thread listenThread;
+  private NotificationListener notifications;
+
+  public DefaultRelay(DataSource dataSource, UnifiedJedis redis, RelayConfig config) {
+    this.dataSource = dataSource;
+    this.config = config;
+    this.listener = config.listener();
+    this.streams = new RedisStreams(redis);
+    this.leases = new LeaseQueries(config.schema());
+    this.outbox = new OutboxQueries(config.schema());
+    this.allShards = config.shards();
+    this.topicNames = config.topics().stream().map(TopicConfig::name).toArray(String[]::new);
+  }
+
+  /** Installs fault hooks; for tests only. */
+  public void faults(RelayFaults faults) {
+    this.faults = faults;
+  }
+
+  @Override
+  public RelayConfig config() {
+    return config;
+  }
+
+  @Override
+  public Set<ShardId> ownedShards() {
+    return ownedView;
+  }
+
+  @Override
+  public void start() {
+    if (!state.compareAndSet(State.NEW, State.RUNNING)) {
+      throw new IllegalStateException("relay " + config.owner() + " was already started or closed");
+    }
+    log.info("relay {} starting: schema {}, topics {}, lease ttl {}, batch {}..{}, retention {}",
+        config.owner(), config.schema(),
+        config.topics().stream().map(t -> t.name() + "x" + t.shards()).collect(Collectors.joining(",")),
+        config.leaseTtl(), config.minBatchSize(), config.maxBatchSize(), config.outboxRetention());
+    notifications = new NotificationListener(dataSource, Notifications.channel(config.schema()),
+        Set.of(topicNames), waiter);
+    listenThread = new Thread(notifications, "handoff-relay-listen-" + config.owner());
+    listenThread.setDaemon(true);
+    listenThread.start();
+    loop = new Thread(this::runLoop, "handoff-relay-" + config.owner());
+    loop.start();
+  }
+
+  @Override
+  public RelayCycle relayOnce() {
+    if (state.get() == State.CLOSED) {
+      throw new IllegalStateException("relay " + config.owner() + " is closed");
+    }
+    work.lock();
+    try {
+      manageLeases(true);
+      RelayCycle total = new RelayCycle(owned.size(), 0, 0, 0);
+      RelayCycle pass;
+      do {
+        pass = publishOwned(false);
+        total = new RelayCycle(owned.size(), total.assigned() + pass.assigned(),
+            total.published() + pass.published(), total.republished() + pass.republished());
+      } while (pass.assigned() + pass.published() + pass.republished() > 0);
+      return total;
+    } catch (SQLException e) {
+      throw new RelayException("relay pass of " + config.owner() + " failed", e);
+    } finally {
+      work.unlock();
+    }
+  }
+
+  @Override
+  public void maintainOnce() {
+    work.lock();
+    try {
+      maintain();
+    } catch (SQLException e) {
+      throw new RelayException("maintenance of relay " + config.owner() + " failed", e);
+    } finally {
+      work.unlock();
+    }
+  }
+
+  @Override
+  public boolean close(Duration drainTimeout) {
+    State previous = state.getAndUpdate(s -> s == State.CLOSED ? State.CLOSED : State.CLOSING);
+    if (previous == State.CLOSED || previous == State.CLOSING) {
+      return true;
+    }
+    log.info("relay {} closing: draining for up to {}", config.owner(), drainTimeout);
+    long deadline = System.nanoTime() + drainTimeout.toNanos();
+    if (notifications != null) {
+      notifications.stop();
+    }
+    boolean drained;
+    if (loop != null) {
+      waiter.wake();
+      join(loop, deadline);
+      if (loop.isAlive()) {
+        log.warn("relay {} did not drain within {}; interrupting it (assigned rows stay for the next owner)",
+            config.owner(), drainTimeout);
+        loop.interrupt();
+        join(loop, System.nanoTime() + 2_000_000_000L);
+      }
+      drained = !loop.isAlive() && drainedFlag;
+    } else {
+      work.lock();
+      try {
+        drained = drain(deadline);
+      } finally {
+        work.unlock();
+      }
+    }
+    if (listenThread != null) {
+      join(listenThread, System.nanoTime() + 1_000_000_000L);
+    }
+    state.set(State.CLOSED);
+    log.info("relay {} closed ({})", config.owner(), drained ? "drained" : "not fully drained");
+    return drained;
+  }
+
+  private volatile boolean drainedFlag;
+
+  private void runLoop() {
+    long idleMillis = 0;
+    long errorBackoffMillis = 100;
+    while (state.get() == State.RUNNING) {
+      try {
+        work.lock();
+        RelayCycle cycle;
+        try {
+          manageLeases(false);
+          cycle = publishOwned(false);
+          if (!busy(cycle) && System.nanoTime() >= nextMaintenanceNanos) {
+            maintain();
+          }
+        } finally {
+          work.unlock();
+        }
+        errorBackoffMillis = 100;
+        if (busy(cycle)) {
+          idleMillis = 0;
+          continue;
+        }
+        // Fast when busy, up to the idle interval when quiet; a notification cuts any wait short.
+        idleMillis = idleMillis == 0 ? 5 : Math.min(config.idlePollInterval().toMillis(), idleMillis * 2);
+        long untilLeases = Math.max(1, (nextLeaseCheckNanos - System.nanoTime()) / 1_000_000);
+        waiter.await(Math.min(idleMillis, untilLeases));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      } catch (SQLException | RuntimeException e) {
+        if (state.get() != State.RUNNING) {
+          break;
+        }
+        log.warn("relay {} cycle failed, retrying in {} ms: {}", config.owner(), errorBackoffMillis, e.toString());
+        notify(() -> listener.failed(e));
+        forgetProgress();
+        try {
+          Thread.sleep(errorBackoffMillis);
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          break;
+        }
+        errorBackoffMillis = Math.min(config.idlePollInterval().toMillis() * 5, errorBackoffMillis * 2);
+      }
+    }
+    if (state.get() == State.CLOSING) {
+      work.lock();
+      try {
+        drainedFlag = drain(System.nanoTime() + config.drainTimeout().toNanos());
+      } finally {
+        work.unlock();
+      }
+    }
+  }
+
+  private static boolean busy(RelayCycle cycle) {
+    return cycle.assigned() + cycle.published() + cycle.republished() > 0;
+  }
+
+  /** After a failure nothing is known about in-flight rows: look for assigned rows again before new ones. */
+  private void forgetProgress() {
+    work.lock();
+    try {
+      owned.values().forEach(o -> o.checkAssigned = true);
+      nextLeaseCheckNanos = 0;
+    } finally {
+      work.unlock();
+    }
+  }
+
+  /** Publishes every row already assigned, releases the leases and leaves; true if nothing assigned was left. */
+  private boolean drain(long deadlineNanos) {
+    boolean drained = true;
+    try (Connection c = autocommit()) {
+      for (Owned o : new ArrayList<>(owned.values())) {
+        o.checkAssigned = true;
+        while (o.checkAssigned && System.nanoTime() < deadlineNanos && owned.containsKey(o.id)) {
+          publishAssigned(c, o);
+        }
+        drained &= !o.checkAssigned;
+        if (owned.containsKey(o.id)) {
+          leases.release(c, o.id, config.owner(), o.epoch);
+          notify(() -> listener.leaseLost(o.id, o.epoch, true));
+        }
+      }
+      owned.clear();
+      ownedView = Set.of();
+      leases.leave(c, config.owner());
+    } catch (SQLException | RuntimeException e) {
+      log.warn("relay {} could not drain cleanly ({}); the next owner publishes what is left after the lease TTL",
+          config.owner(), e.toString());
+      return false;
+    }
+    return drained;
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Leases
+
+  private void manageLeases(boolean force) throws SQLException {
+    long now = System.nanoTime();
+    if (!force && now < nextLeaseCheckNanos) {
+      return;
+    }
+    nextLeaseCheckNanos = now + config.leaseTtl().toNanos() / 3;
+    try (Connection c = autocommit()) {
+      if (!rowsEnsured) {
+        for (ShardId shard : allShards) {
+          leases.ensureRow(c, shard);
+        }
+        rowsEnsured = true;
+      }
+      int live = leases.heartbeat(c, config.owner(), config.leaseTtl());
+      int target = (allShards.size() + live - 1) / live;
+
+      for (Owned o : new ArrayList<>(owned.values())) {
+        LeaseQueries.Lease lease = leases.acquire(c, o.id, config.owner(), config.leaseTtl());
+        if (lease == null || lease.epoch() != o.epoch) {
+          lost(o, "another relay holds it now");
+        } else {
+          probe(c, o);
+        }
+      }
+      // More relays than before: give back shards above the fair share, so others can take them now.
+      List<Owned> mine = new ArrayList<>(owned.values());
+      for (int i = mine.size() - 1; i >= 0 && owned.size() > target; i--) {
+        Owned o = mine.get(i);
+        o.checkAssigned = true;
+        while (o.checkAssigned && owned.containsKey(o.id)) {
+          publishAssigned(c, o);
+        }
+        if (owned.remove(o.id) != null) {
+          leases.release(c, o.id, config.owner(), o.epoch);
+          log.info("relay {} released {} (epoch {}) to rebalance across {} relays", config.owner(), o.id, o.epoch,
+              live);
+          notify(() -> listener.leaseLost(o.id, o.epoch, true));
+        }
+      }
+      // Start the search at an offset of our own, so that relays starting together do not chase the same shards.
+      int offset = Math.floorMod(config.owner().hashCode(), Math.max(1, allShards.size()));
+      for (int i = 0; i < allShards.size() && owned.size() < target; i++) {
+        ShardId shard = allShards.get((offset + i) % allShards.size());
+        if (owned.containsKey(shard)) {
+          continue;
+        }
+        LeaseQueries.Lease lease = leases.acquire(c, shard, config.owner(), config.leaseTtl());
+        if (lease != null) {
+          takeOver(c, shard, lease);
+        }
+      }
+      ownedView = Collections.unmodifiableSet(new TreeSet<>(owned.keySet()));
+    }
+  }
+
+  private void takeOver(Connection c, ShardId shard, LeaseQueries.Lease lease) throws SQLException {
+    Owned o = new Owned(shard, config.keyPrefix(), lease.epoch(), lease.entriesAdded(), config.minBatchSize());
+    // Never assign below what the stream already holds, whoever wrote it.
+    StreamId top = streams.lastGeneratedId(o.streamKey);
+    if (top.compareTo(lease.lastAssigned()) > 0) {
+      leases.raiseLastAssigned(c, shard, config.owner(), lease.epoch(), top);
+    }
+    owned.put(shard, o);
+    log.info("relay {} took {} with epoch {} (last assigned {}, stream top {})", config.owner(), shard,
+        lease.epoch(), lease.lastAssigned(), top);
+    notify(() -> listener.leaseAcquired(shard, lease.epoch()));
+  }
+
+  private void lost(Owned o, String why) {
+    if (owned.remove(o.id) != null) {
+      ownedView = Collections.unmodifiableSet(new TreeSet<>(owned.keySet()));
+      log.warn("relay {} lost {} (epoch {}): {}; it stops writing that stream", config.owner(), o.id, o.epoch, why);
+      notify(() -> listener.leaseLost(o.id, o.epoch, false));
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Publishing
+
+  private RelayCycle publishOwned(boolean assignedOnly) throws SQLException {
+    int assigned = 0;
+    int published = 0;
+    long republished = 0;
+    if (owned.isEmpty()) {
+      return new RelayCycle(0, 0, 0, 0);
+    }
+    try (Connection c = autocommit()) {
+      for (Owned o : new ArrayList<>(owned.values())) {
+        if (o.checkAssigned) {
+          PublishOutcome p = publishAssigned(c, o);
+          published += p.published;
+          republished += p.republished;
+        }
+        if (assignedOnly || !owned.containsKey(o.id) || o.checkAssigned) {
+          continue;
+        }
+        Assignment a = outbox.assign(c, o.id, config.owner(), o.epoch, o.batchSize);
+        if (!a.owned()) {
+          lost(o, "its lease expired or was taken over before it could assign");
+          continue;
+        }
+        assigned += a.rows().size();
+        adaptBatchSize(o, a.rows().size());
+        if (!a.rows().isEmpty()) {
+          PublishOutcome p = send(c, o, a.rows());
+          published += p.published;
+          republished += p.republished;
+        }
+      }
+    }
+    return new RelayCycle(owned.size(), assigned, published, republished);
+  }
+
+  private void adaptBatchSize(Owned o, int rows) {
+    if (rows >= o.batchSize) {
+      o.batchSize = Math.min(config.maxBatchSize(), o.batchSize * 2);
+    } else if (rows < o.batchSize / 4) {
+      o.batchSize = Math.max(config.minBatchSize(), o.batchSize / 2);
+    }
+  }
+
+  private record PublishOutcome(int published, long republished) {}
+
+  /** Sends one batch of rows that already have stream IDs; clears {@code checkAssigned} when none are left. */
+  private PublishOutcome publishAssigned(Connection c, Owned o) throws SQLException {
+    List<OutboxRow> rows = outbox.assigned(c, o.id, config.maxBatchSize());
+    if (rows.isEmpty()) {
+      o.checkAssigned = false;
+      return new PublishOutcome(0, 0);
+    }
+    return send(c, o, rows);
+  }
+
+  private PublishOutcome send(Connection c, Owned o, List<OutboxRow> rows) throws SQLException {
+    int published = 0;
+    long republished = 0;
+    int from = 0;
+    while (from < rows.size() && owned.containsKey(o.id)) {
+      int to = from;
+      long bytes = 0;
+      while (to < rows.size() && (to == from || bytes + rows.get(to).payload().length <= config.maxBatchBytes())) {
+        bytes += rows.get(to).payload().length;
+        to++;
+      }
+      List<OutboxRow> chunk = rows.subList(from, to);
+      from = to;
+      faults.beforeStreamWrite(o.id, chunk.size());
+      PublishResult result = streams.publish(o.streamKey, o.relayKey, o.confirmedAdded, chunk);
+      if (result.lost()) {
+        republished += streamLost(c, o, result.entriesAdded());
+        break;
+      }
+      faults.afterStreamWrite(o.id, chunk.size());
+      published += confirm(c, o, chunk, result);
+    }
+    return new PublishOutcome(published, republished);
+  }
+
+  /** Marks what Redis holds as published, and re-queues what it refused without holding. */
+  private int confirm(Connection c, Owned o, List<OutboxRow> chunk, PublishResult result) throws SQLException {
+    long[] present = new long[chunk.size()];
+    int presentCount = 0;
+    List<OutboxRow> refused = new ArrayList<>();
+    long oldestCreated = Long.MAX_VALUE;
+    for (int i = 0; i < chunk.size(); i++) {
+      OutboxRow row = chunk.get(i);
+      EntryStatus status = result.statuses().get(i);
+      if (status == EntryStatus.ADDED || status == EntryStatus.ALREADY_PRESENT) {
+        present[presentCount++] = row.id();
+        oldestCreated = Math.min(oldestCreated, row.createdAt().toEpochMilli());
+      } else {
+        refused.add(row);
+      }
+    }
+    int marked = outbox.markPublished(c, o.id, config.owner(), o.epoch,
+        java.util.Arrays.copyOf(present, presentCount), result.entriesAdded());
+    if (marked < 0) {
+      lost(o, "its lease was taken over while it published (the entries it added are in the stream and count)");
+      return 0;
+    }
+    o.confirmedAdded = Math.max(o.confirmedAdded, result.entriesAdded());
+    if (!refused.isEmpty()) {
+      reassign(c, o, refused);
+    }
+    if (marked > 0) {
+      long oldest = oldestCreated;
+      notify(() -> listener.published(o.id, marked, oldest));
+    }
+    return marked;
+  }
+
+  private void reassign(Connection c, Owned o, List<OutboxRow> refused) throws SQLException {
+    long[] ids = refused.stream().mapToLong(OutboxRow::id).toArray();
+    StreamId top = streams.lastGeneratedId(o.streamKey);
+    String detail = "stream " + o.streamKey + " refused " + refused.size() + " entries (first outbox id "
+        + ids[0] + ", stream id " + refused.get(0).streamId() + ") that it does not hold; its top is " + top
+        + ": something else writes this stream. The rows get fresh IDs.";
+    log.error("relay {}: {}", config.owner(), detail);
+    leases.raiseLastAssigned(c, o.id, config.owner(), o.epoch, top);
+    outbox.unassign(c, o.id, config.owner(), o.epoch, ids);
+    notify(() -> listener.anomaly(o.id, refused.size(), detail));
+  }
+
+  private long streamLost(Connection c, Owned o, long redisCount) throws SQLException {
+    long republished = outbox.republish(c, o.id, config.owner(), o.epoch);
+    log.error("relay {}: REDIS LOST STREAM {} (Redis counts {} entries added by relays, the database confirmed {};"
+            + " restarted without persistence, evicted or deleted?). Publishing {} retained rows again with their"
+            + " original IDs; consumers' inboxes absorb what they already processed.",
+        config.owner(), o.streamKey, redisCount, o.confirmedAdded, republished);
+    o.confirmedAdded = 0;
+    o.checkAssigned = true;
+    notify(() -> listener.streamLost(o.id, republished));
+    return republished;
+  }
+
+  /** Checks an owned stream for data loss even when nothing is being published. */
+  private void probe(Connection c, Owned o) throws SQLException {
+    if (o.confirmedAdded == 0) {
+      return;
+    }
+    PublishResult result = streams.publish(o.streamKey, o.relayKey, o.confirmedAdded, List.of());
+    if (result.lost()) {
+      streamLost(c, o, result.entriesAdded());
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Maintenance
+
+  private void maintain() throws SQLException {
+    nextMaintenanceNanos = System.nanoTime() + config.maintenanceInterval().toNanos();
+    try (Connection c = autocommit()) {
+      long floorMs = Math.max(0, config.clock().millis() - config.outboxRetention().toMillis());
+      for (Owned o : new ArrayList<>(owned.values())) {
+        RedisStreams.TrimResult trim = streams.trim(o.streamKey, new StreamId(floorMs, 0), config.trimLimit());
+        if (trim.minId().isEmpty()) {
+          continue;
+        }
+        if (trim.groups() > 0) {
+          leases.raiseWatermark(c, o.id, config.owner(), o.epoch, StreamId.parse(trim.minId()));
+        }
+        if (trim.evicted() > 0) {
+          log.debug("relay {} trimmed {} below {}: {} entries", config.owner(), o.streamKey, trim.minId(),
+              trim.evicted());
+          notify(() -> listener.trimmed(o.id, trim.minId(), trim.evicted()));
+        }
+      }
+      long purged = 0;
+      for (int i = 0; i < 10; i++) {
+        int n = outbox.purge(c, config.outboxRetention(), topicNames, config.retentionBatchSize());
+        purged += n;
+        if (n < config.retentionBatchSize()) {
+          break;
+        }
+      }
+      if (purged > 0) {
+        long rows = purged;
+        log.debug("relay {} purged {} published rows older than {}", config.owner(), rows, config.outboxRetention());
+        notify(() -> listener.purged(rows));
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+
+  private Connection autocommit() throws SQLException {
+    Connection c = dataSource.getConnection();
+    if (!c.getAutoCommit()) {
+      c.setAutoCommit(true);
+    }
+    return c;
+  }
+
+  private void notify(Runnable callback) {
+    try {
+      callback.run();
+    } catch (RuntimeException e) {
+      log.warn("relay listener failed: {}", e.toString());
+    }
+  }
+
+  private static void join(Thread t, long deadlineNanos) {
+    long millis = Math.max(1, (deadlineNanos - System.nanoTime()) / 1_000_000);
+    try {
+      t.join(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

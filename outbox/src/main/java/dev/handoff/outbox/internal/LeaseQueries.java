@@ -1,0 +1,140 @@
+package dev.handoff.outbox.internal;
+
+import dev.handoff.outbox.ShardId;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+
+/**
+ * The SQL of the {@code relay_lease} and {@code relay_member} tables. Every time is the database's clock, so
+ * relays on machines with skewed clocks still agree on who holds a lease.
+ */
+final class LeaseQueries {
+
+  /** A lease this relay holds. */
+  record Lease(long epoch, StreamId lastAssigned, StreamId watermark, long entriesAdded) {}
+
+  private final String ensure;
+  private final String acquire;
+  private final String release;
+  private final String raiseLastAssigned;
+  private final String raiseWatermark;
+  private final String heartbeat;
+  private final String liveMembers;
+  private final String leave;
+  private final String forgetDeadMembers;
+
+  LeaseQueries(String schema) {
+    String lease = schema + ".relay_lease";
+    String member = schema + ".relay_member";
+    ensure = "INSERT INTO " + lease + " (topic, shard) VALUES (?, ?) ON CONFLICT DO NOTHING";
+    // Renewal keeps the epoch; taking a lease that is free or expired bumps it, which fences the former owner.
+    acquire = "UPDATE " + lease
+        + " SET epoch = CASE WHEN owner = ? THEN epoch ELSE epoch + 1 END, owner = ?,"
+        + " expires_at = clock_timestamp() + make_interval(secs => ?), updated_at = now()"
+        + " WHERE topic = ? AND shard = ? AND (owner = ? OR owner IS NULL OR expires_at < clock_timestamp())"
+        + " RETURNING epoch, last_ms, last_seq, watermark_ms, watermark_seq, entries_added";
+    release = "UPDATE " + lease + " SET owner = NULL, expires_at = '-infinity', updated_at = now()"
+        + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ?";
+    raiseLastAssigned = "UPDATE " + lease + " SET last_ms = ?, last_seq = ?, updated_at = now()"
+        + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? AND (last_ms, last_seq) < (?, ?)";
+    raiseWatermark = "UPDATE " + lease + " SET watermark_ms = ?, watermark_seq = ?, updated_at = now()"
+        + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? AND (watermark_ms, watermark_seq) < (?, ?)";
+    heartbeat = "INSERT INTO " + member + " (owner) VALUES (?)"
+        + " ON CONFLICT (owner) DO UPDATE SET heartbeat_at = now()";
+    liveMembers = "SELECT count(*) FROM " + member
+        + " WHERE heartbeat_at > clock_timestamp() - make_interval(secs => ?)";
+    leave = "DELETE FROM " + member + " WHERE owner = ?";
+    forgetDeadMembers = "DELETE FROM " + member + " WHERE heartbeat_at < clock_timestamp() - make_interval(secs => ?)";
+  }
+
+  void ensureRow(Connection c, ShardId shard) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(ensure)) {
+      ps.setString(1, shard.topic());
+      ps.setInt(2, shard.shard());
+      ps.executeUpdate();
+    }
+  }
+
+  /** Renews this owner's lease or takes a free or expired one; null when another relay holds it. */
+  Lease acquire(Connection c, ShardId shard, String owner, Duration ttl) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(acquire)) {
+      ps.setString(1, owner);
+      ps.setString(2, owner);
+      ps.setDouble(3, ttl.toMillis() / 1000.0);
+      ps.setString(4, shard.topic());
+      ps.setInt(5, shard.shard());
+      ps.setString(6, owner);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        return new Lease(rs.getLong(1), new StreamId(rs.getLong(2), rs.getLong(3)),
+            new StreamId(rs.getLong(4), rs.getLong(5)), rs.getLong(6));
+      }
+    }
+  }
+
+  boolean release(Connection c, ShardId shard, String owner, long epoch) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(release)) {
+      ps.setString(1, shard.topic());
+      ps.setInt(2, shard.shard());
+      ps.setString(3, owner);
+      ps.setLong(4, epoch);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** Raises the last assigned ID (never lowers it), fenced by the epoch. */
+  void raiseLastAssigned(Connection c, ShardId shard, String owner, long epoch, StreamId id) throws SQLException {
+    raise(c, raiseLastAssigned, shard, owner, epoch, id);
+  }
+
+  /** Raises the trim watermark (never lowers it), fenced by the epoch. */
+  void raiseWatermark(Connection c, ShardId shard, String owner, long epoch, StreamId id) throws SQLException {
+    raise(c, raiseWatermark, shard, owner, epoch, id);
+  }
+
+  private static void raise(Connection c, String sql, ShardId shard, String owner, long epoch, StreamId id)
+      throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setLong(1, id.ms());
+      ps.setLong(2, id.seq());
+      ps.setString(3, shard.topic());
+      ps.setInt(4, shard.shard());
+      ps.setString(5, owner);
+      ps.setLong(6, epoch);
+      ps.setLong(7, id.ms());
+      ps.setLong(8, id.seq());
+      ps.executeUpdate();
+    }
+  }
+
+  /** Records that this relay is alive and returns how many relays are (itself included). */
+  int heartbeat(Connection c, String owner, Duration ttl) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(heartbeat)) {
+      ps.setString(1, owner);
+      ps.executeUpdate();
+    }
+    try (PreparedStatement ps = c.prepareStatement(forgetDeadMembers)) {
+      ps.setDouble(1, ttl.toMillis() * 10 / 1000.0);
+      ps.executeUpdate();
+    }
+    try (PreparedStatement ps = c.prepareStatement(liveMembers)) {
+      ps.setDouble(1, ttl.toMillis() / 1000.0);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return Math.max(1, rs.getInt(1));
+      }
+    }
+  }
+
+  void leave(Connection c, String owner) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(leave)) {
+      ps.setString(1, owner);
+      ps.executeUpdate();
+    }
+  }
+}

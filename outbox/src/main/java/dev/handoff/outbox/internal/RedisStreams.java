@@ -1,0 +1,124 @@
+package dev.handoff.outbox.internal;
+
+import dev.handoff.outbox.StreamFormat;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisDataException;
+import redis.clients.jedis.exceptions.JedisNoScriptException;
+import redis.clients.jedis.resps.StreamInfo;
+
+/** The relay's only contact with Redis: the publish and trim scripts, and the stream's last generated ID. */
+final class RedisStreams {
+
+  /** What happened to each entry of a batch. */
+  enum EntryStatus { ADDED, ALREADY_PRESENT, PRESENT_WITH_OTHER_MESSAGE, REFUSED_ABSENT }
+
+  /** The reply of the publish script: {@code lost} when Redis no longer holds what the relay added before. */
+  record PublishResult(boolean lost, long entriesAdded, List<EntryStatus> statuses) {}
+
+  record TrimResult(String minId, long evicted, long groups) {}
+
+  private final UnifiedJedis redis;
+  private final Script publish = Script.load("publish.lua");
+  private final Script trim = Script.load("trim.lua");
+
+  RedisStreams(UnifiedJedis redis) {
+    this.redis = redis;
+  }
+
+  /**
+   * Adds the rows with their stream IDs, in order, unless Redis lost the stream: its own count of entries the
+   * relays added is lower than {@code confirmedAdded}, or the stream is gone.
+   */
+  PublishResult publish(String streamKey, String relayKey, long confirmedAdded, List<OutboxRow> rows) {
+    List<byte[]> args = new ArrayList<>(rows.size() * 21 + 1);
+    args.add(bytes(Long.toString(confirmedAdded)));
+    for (OutboxRow row : rows) {
+      Map<byte[], byte[]> fields = StreamFormat.encode(row.toMessage());
+      args.add(bytes(row.streamId().toString()));
+      args.add(bytes(row.messageId().toString()));
+      args.add(bytes(Integer.toString(fields.size() * 2)));
+      fields.forEach((k, v) -> {
+        args.add(k);
+        args.add(v);
+      });
+    }
+    List<?> reply = (List<?>) publish.run(redis, List.of(bytes(streamKey), bytes(relayKey)), args);
+    long first = (Long) reply.get(0);
+    if (first < 0) {
+      return new PublishResult(true, (Long) reply.get(1), List.of());
+    }
+    List<EntryStatus> statuses = new ArrayList<>(rows.size());
+    for (int i = 1; i < reply.size(); i++) {
+      statuses.add(switch (((Long) reply.get(i)).intValue()) {
+        case 1 -> EntryStatus.ADDED;
+        case 2 -> EntryStatus.ALREADY_PRESENT;
+        case 3 -> EntryStatus.PRESENT_WITH_OTHER_MESSAGE;
+        default -> EntryStatus.REFUSED_ABSENT;
+      });
+    }
+    return new PublishResult(false, first, statuses);
+  }
+
+  /** Trims below the lowest ID any consumer group still needs; {@code noGroupFloor} applies when there is none. */
+  TrimResult trim(String streamKey, StreamId noGroupFloor, int limit) {
+    List<?> reply = (List<?>) trim.run(redis, List.of(bytes(streamKey)),
+        List.of(bytes(noGroupFloor.toString()), bytes(Integer.toString(limit))));
+    String minId = new String((byte[]) reply.get(0), StandardCharsets.UTF_8);
+    return new TrimResult(minId, (Long) reply.get(1), (Long) reply.get(2));
+  }
+
+  /** The highest ID the stream ever generated, or zero when the stream does not exist. */
+  StreamId lastGeneratedId(String streamKey) {
+    try {
+      StreamInfo info = redis.xinfoStream(streamKey);
+      return new StreamId(info.getLastGeneratedId().getTime(), info.getLastGeneratedId().getSequence());
+    } catch (JedisDataException e) {
+      if (e.getMessage() != null && e.getMessage().contains("no such key")) {
+        return StreamId.ZERO;
+      }
+      throw e;
+    }
+  }
+
+  private static byte[] bytes(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** A Lua script run by its SHA, sent whole only when Redis does not have it (after a restart, for example). */
+  private record Script(byte[] source, byte[] sha) {
+
+    static Script load(String name) {
+      try (InputStream in = RedisStreams.class.getResourceAsStream("/dev/handoff/outbox/" + name)) {
+        if (in == null) {
+          throw new IllegalStateException("missing script resource " + name);
+        }
+        byte[] source = in.readAllBytes();
+        byte[] sha = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-1").digest(source))
+            .getBytes(StandardCharsets.US_ASCII);
+        return new Script(source, sha);
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      } catch (NoSuchAlgorithmException e) {
+        throw new IllegalStateException(e);
+      }
+    }
+
+    Object run(UnifiedJedis redis, List<byte[]> keys, List<byte[]> args) {
+      try {
+        return redis.evalsha(sha, keys, args);
+      } catch (JedisNoScriptException e) {
+        return redis.eval(source, keys, args);
+      }
+    }
+  }
+}

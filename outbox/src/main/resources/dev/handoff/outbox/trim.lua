@@ -1,0 +1,41 @@
+-- Trims a stream below what every consumer group has finished, reading the groups and trimming in one atomic step
+-- so that no group moves in between.
+-- KEYS[1]: the stream. ARGV[1]: the lowest ID to keep when the stream has no group (the retention cut).
+-- ARGV[2]: the most entries to evict.
+-- Reply: {minid, evicted, groups}; minid is "" when the stream does not exist.
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {'', 0, 0}
+end
+local function parse(id)
+  local dash = string.find(id, '-', 1, true)
+  return tonumber(string.sub(id, 1, dash - 1)), tonumber(string.sub(id, dash + 1))
+end
+local function less(a, b)
+  local am, as = parse(a)
+  local bm, bs = parse(b)
+  return am < bm or (am == bm and as < bs)
+end
+local groups = redis.call('XINFO', 'GROUPS', KEYS[1])
+local minid = nil
+if #groups == 0 then
+  minid = ARGV[1]
+else
+  for g = 1, #groups do
+    local info = groups[g]
+    local name, delivered
+    for f = 1, #info, 2 do
+      if info[f] == 'name' then name = info[f + 1] end
+      if info[f] == 'last-delivered-id' then delivered = info[f + 1] end
+    end
+    local candidate = delivered
+    local pending = redis.call('XPENDING', KEYS[1], name)
+    if pending[1] > 0 and less(pending[2], candidate) then
+      candidate = pending[2]
+    end
+    if minid == nil or less(candidate, minid) then
+      minid = candidate
+    end
+  end
+end
+local evicted = redis.call('XTRIM', KEYS[1], 'MINID', '~', minid, 'LIMIT', tonumber(ARGV[2]))
+return {minid, evicted, #groups}

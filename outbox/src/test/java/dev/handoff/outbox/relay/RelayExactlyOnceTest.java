@@ -1,0 +1,278 @@
+package dev.handoff.outbox.relay;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.handoff.outbox.Message;
+import dev.handoff.outbox.Outbox;
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.ShardId;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.internal.DefaultRelay;
+import dev.handoff.outbox.internal.RelayFaults;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.TestEnvironment;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+@HandoffTest
+class RelayExactlyOnceTest {
+
+  static {
+    // The crash tests kill relay threads on purpose.
+    org.awaitility.Awaitility.doNotCatchUncaughtExceptionsByDefault();
+  }
+
+  private final TestEnvironment env;
+
+  RelayExactlyOnceTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  @BeforeEach
+  void clean() {
+    env.execute("TRUNCATE outbox, relay_lease, relay_member");
+    env.redis().del(key("payments", 0), key("payments", 0) + ":relay", key("orders", 0), key("orders", 0) + ":relay");
+  }
+
+  @Test
+  void tenThousandRowsFromFourProducersAppearExactlyOnceInIdOrder() throws Exception {
+    Outbox outbox = Outbox.builder().schema(env.schema()).build();
+    Set<UUID> committed = ConcurrentHashMap.newKeySet();
+    Set<UUID> rolledBack = ConcurrentHashMap.newKeySet();
+    try (Relay relay = relay("payments").build()) {
+      relay.start();
+      ExecutorService producers = Executors.newFixedThreadPool(4);
+      List<Future<?>> done = new ArrayList<>();
+      for (int p = 0; p < 4; p++) {
+        int producer = p;
+        done.add(producers.submit(() -> {
+          for (int i = 0; i < 2_500; ) {
+            try (Connection tx = env.dataSource().getConnection()) {
+              tx.setAutoCommit(false);
+              int n = Math.min(1 + (i % 7), 2_500 - i);
+              List<UUID> ids = new ArrayList<>();
+              for (int k = 0; k < n; k++) {
+                ids.add(outbox.append(tx, Message.builder("payments", "payment.created")
+                    .key("p" + producer + "-" + (i + k)).payload("x").build()).messageId());
+              }
+              // Every fifth transaction also appends a row and rolls back: it must never reach the stream.
+              if (i % 5 == 0) {
+                try (Connection other = env.dataSource().getConnection()) {
+                  other.setAutoCommit(false);
+                  rolledBack.add(outbox.append(other, Message.builder("payments", "payment.created").build())
+                      .messageId());
+                  other.rollback();
+                }
+              }
+              tx.commit();
+              committed.addAll(ids);
+              i += n;
+            }
+          }
+          return null;
+        }));
+      }
+      for (Future<?> f : done) {
+        f.get(2, TimeUnit.MINUTES);
+      }
+      producers.shutdown();
+
+      await().atMost(Duration.ofSeconds(60)).until(() -> env.redis().xlen(key("payments", 0)) >= 10_000
+          && env.queryLong("select count(*) from outbox where published_at is null") == 0);
+    }
+
+    List<StreamAssertions.Entry> entries = StreamAssertions.entries(env.redis(), key("payments", 0));
+    assertThat(committed).hasSize(10_000);
+    assertThat(entries).hasSize(10_000);
+    Set<UUID> streamed = new HashSet<>();
+    entries.forEach(e -> streamed.add(e.message().messageId()));
+    assertThat(streamed).isEqualTo(committed);
+    assertThat(streamed).doesNotContainAnyElementsOf(rolledBack);
+    StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+    assertThat(env.queryLong("select count(*) from outbox where published_at is not null")).isEqualTo(10_000);
+  }
+
+  @Test
+  void crashAfterStreamWriteBeforeMarkingIsRepairedWithoutDuplicates() throws Exception {
+    appendRows("orders", 300);
+    DefaultRelay crashing = (DefaultRelay) relay("orders").leaseTtl(Duration.ofMillis(600)).build();
+    AtomicBoolean crashed = new AtomicBoolean();
+    crashing.faults(new RelayFaults() {
+      @Override
+      public void afterStreamWrite(ShardId shard, int rows) {
+        crashed.set(true);
+        throw new SimulatedCrash();
+      }
+    });
+    crashing.start();
+    await().atMost(Duration.ofSeconds(20)).untilTrue(crashed);
+    // The crashed relay's thread is gone without releasing its lease or marking anything.
+    long inStream = env.redis().xlen(key("orders", 0));
+    assertThat(inStream).isPositive();
+    assertThat(env.queryLong("select count(*) from outbox where published_at is not null")).isZero();
+    assertThat(env.queryLong("select count(*) from outbox where stream_ms is not null")).isEqualTo(inStream);
+
+    try (Relay successor = relay("orders").leaseTtl(Duration.ofMillis(600)).build()) {
+      await().atMost(Duration.ofSeconds(20)).until(() -> {
+        successor.relayOnce();
+        return env.queryLong("select count(*) from outbox where published_at is null") == 0;
+      });
+    }
+    List<StreamAssertions.Entry> entries = StreamAssertions.entries(env.redis(), key("orders", 0));
+    assertThat(entries).hasSize(300);
+    assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize(300);
+    StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+    crashing.close(Duration.ofMillis(100));
+  }
+
+  @Test
+  void onlyOneRelayOwnsAShardAndAPausedFormerOwnerCannotDuplicateOrLose() throws Exception {
+    Duration ttl = Duration.ofMillis(800);
+    DefaultRelay first = (DefaultRelay) relay("orders").owner("relay-a").leaseTtl(ttl).build();
+    Relay second = relay("orders").owner("relay-b").leaseTtl(ttl).build();
+
+    appendRows("orders", 50);
+    assertThat(first.relayOnce().published()).isEqualTo(50);
+    assertThat(second.relayOnce().ownedShards()).isZero();
+    assertThat(first.ownedShards()).containsExactly(new ShardId("orders", 0));
+    assertThat(second.ownedShards()).isEmpty();
+    assertThat(env.queryLong("select epoch from relay_lease where topic = 'orders'")).isEqualTo(1);
+
+    // The owner assigns IDs to the next batch, then pauses before writing it to Redis.
+    appendRows("orders", 40);
+    CountDownLatch paused = new CountDownLatch(1);
+    CountDownLatch resume = new CountDownLatch(1);
+    first.faults(new RelayFaults() {
+      @Override
+      public void beforeStreamWrite(ShardId shard, int rows) {
+        paused.countDown();
+        try {
+          resume.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+    });
+    ExecutorService pausedThread = Executors.newSingleThreadExecutor();
+    Future<?> firstPass = pausedThread.submit(first::relayOnce);
+    assertThat(paused.await(10, TimeUnit.SECONDS)).isTrue();
+
+    // Its lease runs out; the other relay takes over within the TTL and publishes the assigned batch itself.
+    appendRows("orders", 30);
+    await().atMost(ttl.multipliedBy(4)).until(() -> second.relayOnce().ownedShards() == 1);
+    assertThat(env.queryLong("select epoch from relay_lease where topic = 'orders'")).isEqualTo(2);
+    assertThat(owner()).isEqualTo("relay-b");
+    second.relayOnce();
+    assertThat(env.redis().xlen(key("orders", 0))).isEqualTo(120);
+
+    // The former owner wakes up and writes its stale batch: nothing is added twice and it stops writing.
+    resume.countDown();
+    firstPass.get(10, TimeUnit.SECONDS);
+    appendRows("orders", 10);
+    first.relayOnce();
+    assertThat(first.ownedShards()).isEmpty();
+    second.relayOnce();
+
+    List<StreamAssertions.Entry> entries = StreamAssertions.entries(env.redis(), key("orders", 0));
+    assertThat(entries).hasSize(130);
+    assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize(130);
+    StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+    assertThat(env.queryLong("select count(*) from outbox where published_at is null")).isZero();
+    pausedThread.shutdownNow();
+    first.close();
+    second.close();
+  }
+
+  @Test
+  void killedOwnersShardIsTakenOverWithinTheTtl() throws Exception {
+    Duration ttl = Duration.ofMillis(1000);
+    DefaultRelay owner = (DefaultRelay) relay("orders").owner("relay-a").leaseTtl(ttl).build();
+    AtomicBoolean dead = new AtomicBoolean();
+    owner.faults(new RelayFaults() {
+      @Override
+      public void beforeStreamWrite(ShardId shard, int rows) {
+        if (dead.get()) {
+          throw new SimulatedCrash();
+        }
+      }
+    });
+    owner.start();
+    await().atMost(Duration.ofSeconds(10)).until(() -> owner.ownedShards().size() == 1);
+    try (Relay standby = relay("orders").owner("relay-b").leaseTtl(ttl).idlePollInterval(Duration.ofMillis(50))
+        .build()) {
+      standby.start();
+      appendRows("orders", 20);
+      await().atMost(Duration.ofSeconds(10)).until(() -> env.redis().xlen(key("orders", 0)) == 20);
+      assertThat(standby.ownedShards()).isEmpty();
+
+      dead.set(true);
+      appendRows("orders", 20);
+      long killedAt = System.nanoTime();
+      await().atMost(Duration.ofSeconds(10)).until(() -> env.redis().xlen(key("orders", 0)) == 40);
+      Duration takeover = Duration.ofNanos(System.nanoTime() - killedAt);
+      assertThat(standby.ownedShards()).containsExactly(new ShardId("orders", 0));
+      // The lease had at most one TTL left; allow one renewal period and a poll for the standby to notice.
+      assertThat(takeover).isLessThan(ttl.multipliedBy(3));
+    }
+    List<StreamAssertions.Entry> entries = StreamAssertions.entries(env.redis(), key("orders", 0));
+    assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize(40);
+    owner.close(Duration.ofMillis(100));
+  }
+
+  private String owner() {
+    try (Connection c = env.dataSource().getConnection();
+        var ps = c.prepareStatement("select owner from relay_lease where topic = 'orders'");
+        var rs = ps.executeQuery()) {
+      return rs.next() ? rs.getString(1) : null;
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private dev.handoff.outbox.RelayBuilder relay(String topic) {
+    return Relay.builder(env.dataSource(), env.redis())
+        .schema(env.schema())
+        .keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of(topic))
+        .idlePollInterval(Duration.ofMillis(100));
+  }
+
+  private void appendRows(String topic, int n) throws SQLException {
+    Outbox outbox = Outbox.builder().schema(env.schema()).build();
+    try (Connection tx = env.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      List<Message> batch = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        batch.add(Message.builder(topic, "order.placed").key("k" + i).payload("payload-" + i).build());
+      }
+      outbox.appendAll(tx, batch);
+      tx.commit();
+    }
+  }
+
+  private String key(String topic, int shard) {
+    return StreamFormat.streamKey(env.keyPrefix(), topic, shard);
+  }
+
+  /** Stands for the relay process dying at a precise point: nothing after it runs, nothing is cleaned up. */
+  static final class SimulatedCrash extends Error {
+    private static final long serialVersionUID = 1L;
+  }
+}
