@@ -12,6 +12,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisConnectionException;
 import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.exceptions.JedisNoScriptException;
 import redis.clients.jedis.resps.StreamInfo;
@@ -26,6 +27,8 @@ final class RedisStreams {
   record PublishResult(boolean lost, long entriesAdded, List<EntryStatus> statuses) {}
 
   record TrimResult(String minId, long evicted, long groups) {}
+
+  private static final int CONNECTION_ATTEMPTS = 4;
 
   private final UnifiedJedis redis;
   private final Script publish = Script.load("publish.lua");
@@ -79,14 +82,20 @@ final class RedisStreams {
 
   /** The highest ID the stream ever generated, or zero when the stream does not exist. */
   StreamId lastGeneratedId(String streamKey) {
-    try {
-      StreamInfo info = redis.xinfoStream(streamKey);
-      return new StreamId(info.getLastGeneratedId().getTime(), info.getLastGeneratedId().getSequence());
-    } catch (JedisDataException e) {
-      if (e.getMessage() != null && e.getMessage().contains("no such key")) {
-        return StreamId.ZERO;
+    for (int attempt = 1; ; attempt++) {
+      try {
+        StreamInfo info = redis.xinfoStream(streamKey);
+        return new StreamId(info.getLastGeneratedId().getTime(), info.getLastGeneratedId().getSequence());
+      } catch (JedisDataException e) {
+        if (e.getMessage() != null && e.getMessage().contains("no such key")) {
+          return StreamId.ZERO;
+        }
+        throw e;
+      } catch (JedisConnectionException e) {
+        if (attempt == CONNECTION_ATTEMPTS) {
+          throw e;
+        }
       }
-      throw e;
     }
   }
 
@@ -113,11 +122,23 @@ final class RedisStreams {
       }
     }
 
+    /**
+     * Runs the script. Pooled connections broken by a Redis restart fail once each and are discarded, so a
+     * connection error is retried a few times; the scripts are safe to run again.
+     */
     Object run(UnifiedJedis redis, List<byte[]> keys, List<byte[]> args) {
-      try {
-        return redis.evalsha(sha, keys, args);
-      } catch (JedisNoScriptException e) {
-        return redis.eval(source, keys, args);
+      for (int attempt = 1; ; attempt++) {
+        try {
+          try {
+            return redis.evalsha(sha, keys, args);
+          } catch (JedisNoScriptException e) {
+            return redis.eval(source, keys, args);
+          }
+        } catch (JedisConnectionException e) {
+          if (attempt == CONNECTION_ATTEMPTS) {
+            throw e;
+          }
+        }
       }
     }
   }

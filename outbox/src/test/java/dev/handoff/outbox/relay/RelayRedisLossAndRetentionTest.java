@@ -1,0 +1,225 @@
+package dev.handoff.outbox.relay;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.handoff.outbox.Message;
+import dev.handoff.outbox.Outbox;
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayBuilder;
+import dev.handoff.outbox.RelayListener;
+import dev.handoff.outbox.ShardId;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.TopicConfig;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.RestartableRedis;
+import dev.handoff.testing.TestEnvironment;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.StreamEntryID;
+import redis.clients.jedis.params.XReadGroupParams;
+import redis.clients.jedis.resps.StreamEntry;
+
+@HandoffTest
+class RelayRedisLossAndRetentionTest {
+
+  private final TestEnvironment env;
+
+  RelayRedisLossAndRetentionTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  @BeforeEach
+  void clean() {
+    env.execute("TRUNCATE outbox, relay_lease, relay_member");
+  }
+
+  @Test
+  void redisRestartedWithoutPersistenceGetsTheStreamBackWithTheOriginalIds() throws Exception {
+    RestartableRedis server = env.privateRedis();
+    RedisClient redis = env.newRedisClient(server.uri());
+    AtomicLong lostEvents = new AtomicLong();
+    String key = StreamFormat.streamKey(env.keyPrefix(), "orders", 0);
+    try (Relay relay = relay(redis, "orders").listener(new RelayListener() {
+      @Override
+      public void streamLost(ShardId shard, long republished) {
+        lostEvents.addAndGet(republished);
+      }
+    }).build()) {
+      append("orders", 500);
+      assertThat(relay.relayOnce().published()).isEqualTo(500);
+      List<StreamAssertions.Entry> before = StreamAssertions.entries(redis, key);
+      assertThat(before).hasSize(500);
+
+      server.restart();
+      assertThat(reconnected(redis).exists(key)).isFalse();
+
+      append("orders", 100);
+      relay.relayOnce();
+
+      List<StreamAssertions.Entry> after = StreamAssertions.entries(redis, key);
+      assertThat(after).hasSize(600);
+      assertThat(after.subList(0, 500)).isEqualTo(before);
+      StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, after);
+      assertThat(lostEvents.get()).isEqualTo(500);
+      assertThat(env.queryLong("select count(*) from outbox where published_at is null")).isZero();
+
+      // And it carries on as usual.
+      append("orders", 10);
+      assertThat(relay.relayOnce().published()).isEqualTo(10);
+      assertThat(redis.xlen(key)).isEqualTo(610);
+    }
+  }
+
+  @Test
+  void restartDetectedWhileIdleAndRowsBelowTheWatermarkAreNotResent() throws Exception {
+    RestartableRedis server = env.privateRedis();
+    RedisClient redis = env.newRedisClient(server.uri());
+    String key = StreamFormat.streamKey(env.keyPrefix(), "orders", 0);
+    redis.xgroupCreate(key, "billing", new StreamEntryID(0, 0), true);
+    try (Relay relay = relay(redis, "orders").build()) {
+      append("orders", 300);
+      relay.relayOnce();
+      readAndAck(redis, key, "billing", 300);
+      relay.maintainOnce();
+      assertThat(env.queryLong("select watermark_ms from relay_lease where topic = 'orders'")).isPositive();
+      append("orders", 50);
+      relay.relayOnce();
+
+      server.restart();
+      // Nothing new is appended: the lease renewal probe notices the loss by itself.
+      relay.relayOnce();
+      List<StreamAssertions.Entry> after = StreamAssertions.entries(reconnected(redis), key);
+      assertThat(after).hasSize(51);
+      StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, after);
+    }
+  }
+
+  @Test
+  void trimmingKeepsEverythingALaggingGroupHasNotFinishedAndDropsAcknowledgedHistory() throws Exception {
+    RedisClient redis = env.redis();
+    String key = StreamFormat.streamKey(env.keyPrefix(), "ledger", 0);
+    redis.xgroupCreate(key, "fast", new StreamEntryID(0, 0), true);
+    redis.xgroupCreate(key, "slow", new StreamEntryID(0, 0), true);
+    try (Relay relay = relay(redis, "ledger").build()) {
+      append("ledger", 1000);
+      relay.relayOnce();
+      List<StreamAssertions.Entry> all = StreamAssertions.entries(redis, key);
+      assertThat(all).hasSize(1000);
+
+      readAndAck(redis, key, "fast", 1000);
+      List<StreamEntry> slowRead = read(redis, key, "slow", 600);
+      ack(redis, key, "slow", slowRead.subList(0, 450));
+      String oldestPending = slowRead.get(450).getID().toString();
+
+      relay.maintainOnce();
+
+      List<StreamAssertions.Entry> kept = StreamAssertions.entries(redis, key);
+      assertThat(kept.size()).as("acknowledged history is removed").isLessThan(1000);
+      List<String> keptIds = kept.stream().map(StreamAssertions.Entry::id).toList();
+      assertThat(keptIds).as("everything from the oldest pending entry on is kept")
+          .containsAll(all.subList(450, 1000).stream().map(StreamAssertions.Entry::id).toList());
+      assertThat(redis.xpending(key, "slow").getTotal()).isEqualTo(150);
+      assertThat(read(redis, key, "slow", 1000)).hasSize(400);
+      String watermark = env.queryLong("select watermark_ms from relay_lease where topic = 'ledger'") + "-"
+          + env.queryLong("select watermark_seq from relay_lease where topic = 'ledger'");
+      assertThat(watermark).isEqualTo(oldestPending);
+    }
+  }
+
+  @Test
+  void aStreamWithoutGroupsIsNotTrimmedInsideTheRetentionWindow() throws Exception {
+    RedisClient redis = env.redis();
+    String key = StreamFormat.streamKey(env.keyPrefix(), "audit", 0);
+    try (Relay relay = relay(redis, "audit").build()) {
+      append("audit", 500);
+      relay.relayOnce();
+      relay.maintainOnce();
+      assertThat(redis.xlen(key)).isEqualTo(500);
+    }
+  }
+
+  @Test
+  void retentionPurgeRemovesOnlyPublishedRowsOlderThanTheWindowInBatches() throws Exception {
+    List<Long> purgedBatches = new ArrayList<>();
+    try (Relay relay = relay(env.redis(), "archive").retentionBatchSize(1000)
+        .outboxRetention(Duration.ofDays(7))
+        .listener(new RelayListener() {
+          @Override
+          public void purged(long rows) {
+            purgedBatches.add(rows);
+          }
+        }).build()) {
+      append("archive", 3000);
+      relay.relayOnce();
+      append("archive", 200);
+      env.execute(
+          "update outbox set published_at = now() - interval '8 days' where id in "
+              + "(select id from outbox where published_at is not null order by id limit 2500)",
+          "update outbox set published_at = now() - interval '6 days' where id in "
+              + "(select id from outbox where published_at > now() - interval '1 hour' order by id limit 300)",
+          "update outbox set created_at = now() - interval '30 days' where published_at is null");
+      relay.maintainOnce();
+    }
+    assertThat(purgedBatches).containsExactly(2500L);
+    assertThat(env.queryLong("select count(*) from outbox")).isEqualTo(700);
+    assertThat(env.queryLong("select count(*) from outbox where published_at < now() - interval '7 days'")).isZero();
+    assertThat(env.queryLong("select count(*) from outbox where published_at is null")).isEqualTo(200);
+  }
+
+  /** Lets the pool discard the connections the restart broke. */
+  private static RedisClient reconnected(RedisClient redis) {
+    for (int i = 0; i < 20; i++) {
+      try {
+        redis.ping();
+        return redis;
+      } catch (redis.clients.jedis.exceptions.JedisConnectionException e) {
+        // a broken pooled connection; the next borrow gets another
+      }
+    }
+    throw new IllegalStateException("Redis did not come back");
+  }
+
+  private RelayBuilder relay(RedisClient redis, String topic) {
+    return Relay.builder(env.dataSource(), redis)
+        .schema(env.schema())
+        .keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of(topic))
+        .leaseTtl(Duration.ofSeconds(5));
+  }
+
+  private void append(String topic, int n) throws SQLException {
+    Outbox outbox = Outbox.builder().schema(env.schema()).build();
+    try (Connection tx = env.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      List<Message> batch = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        batch.add(Message.builder(topic, "entry").payload("p" + i).build());
+      }
+      outbox.appendAll(tx, batch);
+      tx.commit();
+    }
+  }
+
+  private static List<StreamEntry> read(RedisClient redis, String key, String group, int count) {
+    List<Map.Entry<String, List<StreamEntry>>> reply = redis.xreadGroup(group, "c1",
+        XReadGroupParams.xReadGroupParams().count(count),
+        Map.of(key, StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY));
+    return reply == null || reply.isEmpty() ? List.of() : reply.get(0).getValue();
+  }
+
+  private static void ack(RedisClient redis, String key, String group, List<StreamEntry> entries) {
+    redis.xack(key, group, entries.stream().map(StreamEntry::getID).toArray(StreamEntryID[]::new));
+  }
+
+  private static void readAndAck(RedisClient redis, String key, String group, int count) {
+    ack(redis, key, group, read(redis, key, group, count));
+  }
+}
