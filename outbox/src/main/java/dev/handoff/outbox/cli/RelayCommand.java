@@ -1,0 +1,142 @@
+package dev.handoff.outbox.cli;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.migrations.HandoffMigrations;
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayBuilder;
+import dev.handoff.outbox.TopicConfig;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import redis.clients.jedis.RedisClient;
+import sun.misc.Signal;
+
+/**
+ * The relay as a process of its own, to run next to an application:
+ *
+ * <pre>java -jar handoff-relay.jar --jdbc-url jdbc:postgresql://db/app?user=app --redis-url redis://cache:6379 \
+ *     --topics payments:4,refunds</pre>
+ *
+ * <p>SIGTERM (or Ctrl-C) stops taking new work, publishes what was already assigned within the drain timeout,
+ * releases the leases and exits 0. SIGKILL is safe too: another relay, or this one restarted, takes over after the
+ * lease TTL and nothing is lost or added twice.
+ */
+@Command(name = "handoff-relay", mixinStandardHelpOptions = true, sortOptions = false,
+    description = "Publishes committed outbox rows to Redis Streams, exactly once per row.")
+public final class RelayCommand implements Callable<Integer> {
+
+  @Option(names = "--jdbc-url", defaultValue = "${env:HANDOFF_JDBC_URL}",
+      description = "PostgreSQL JDBC URL, user and password as parameters (env HANDOFF_JDBC_URL)")
+  String jdbcUrl;
+
+  @Option(names = "--redis-url", defaultValue = "${env:HANDOFF_REDIS_URL:-redis://127.0.0.1:6379}",
+      description = "redis://[user:password@]host[:port][/db] (env HANDOFF_REDIS_URL; default ${DEFAULT-VALUE})")
+  String redisUrl;
+
+  @Option(names = "--topics", defaultValue = "${env:HANDOFF_TOPICS}", split = ",",
+      description = "topics to publish, each name or name:shards (env HANDOFF_TOPICS, comma-separated)")
+  List<String> topics;
+
+  @Option(names = "--schema", defaultValue = "handoff", description = "schema of handoff's tables (${DEFAULT-VALUE})")
+  String schema;
+
+  @Option(names = "--key-prefix", defaultValue = "handoff", description = "Redis key prefix (${DEFAULT-VALUE})")
+  String keyPrefix;
+
+  @Option(names = "--lease-ttl", defaultValue = "PT10S", description = "lease lifetime, ISO-8601 (${DEFAULT-VALUE})")
+  Duration leaseTtl;
+
+  @Option(names = "--drain-timeout", defaultValue = "PT10S",
+      description = "how long SIGTERM waits for assigned rows to be published (${DEFAULT-VALUE})")
+  Duration drainTimeout;
+
+  @Option(names = "--migrate", description = "apply handoff's migrations before starting")
+  boolean migrate;
+
+  /** Not a static field: logging must not start before {@link #run} has chosen its configuration. */
+  private static Logger log() {
+    return LoggerFactory.getLogger(RelayCommand.class);
+  }
+
+  public static void main(String[] args) {
+    System.exit(run(args));
+  }
+
+  static int run(String... args) {
+    if (System.getProperty("logback.configurationFile") == null) {
+      System.setProperty("logback.configurationFile", "dev/handoff/outbox/cli/logback-cli.xml");
+    }
+    System.setProperty("org.jooq.no-logo", "true");
+    CommandLine cli = new CommandLine(new RelayCommand());
+    cli.setExecutionExceptionHandler((e, line, parsed) -> {
+      line.getErr().println("handoff-relay: " + Connections.mask(e.getMessage()));
+      return 2;
+    });
+    return cli.execute(args);
+  }
+
+  @Override
+  public Integer call() throws InterruptedException {
+    if (jdbcUrl == null || jdbcUrl.isBlank()) {
+      throw new CommandLine.ParameterException(new CommandLine(this), "--jdbc-url or HANDOFF_JDBC_URL is required");
+    }
+    if (topics == null || topics.isEmpty()) {
+      throw new CommandLine.ParameterException(new CommandLine(this), "--topics or HANDOFF_TOPICS is required");
+    }
+    List<TopicConfig> topicConfigs = parseTopics(topics);
+    CountDownLatch stop = new CountDownLatch(1);
+    Signal.handle(new Signal("TERM"), s -> stop.countDown());
+    Signal.handle(new Signal("INT"), s -> stop.countDown());
+
+    try (HikariDataSource db = Connections.database(jdbcUrl, 4, "handoff-relay");
+        RedisClient redis = Connections.redis(redisUrl, 8)) {
+      if (migrate) {
+        HandoffMigrations.migrate(db, schema);
+      }
+      RelayBuilder builder = Relay.builder(db, redis)
+          .schema(schema)
+          .keyPrefix(keyPrefix)
+          .leaseTtl(leaseTtl)
+          .drainTimeout(drainTimeout);
+      topicConfigs.forEach(builder::topic);
+      Relay relay = builder.build();
+      relay.start();
+      log().info("relay running against {} and {}; SIGTERM to stop", Connections.mask(jdbcUrl),
+          Connections.mask(redisUrl));
+      stop.await();
+      boolean drained = relay.close(drainTimeout);
+      log().info("relay stopped{}", drained ? "" : " (some assigned rows are left for the next owner)");
+      return 0;
+    }
+  }
+
+  static List<TopicConfig> parseTopics(List<String> specs) {
+    List<TopicConfig> result = new ArrayList<>();
+    for (String spec : specs) {
+      String s = spec.trim();
+      if (s.isEmpty()) {
+        continue;
+      }
+      int colon = s.indexOf(':');
+      if (colon < 0) {
+        result.add(TopicConfig.of(s));
+      } else {
+        int shards;
+        try {
+          shards = Integer.parseInt(s.substring(colon + 1));
+        } catch (NumberFormatException e) {
+          throw new IllegalArgumentException("topic '" + s + "' must be name or name:shards");
+        }
+        result.add(TopicConfig.of(s.substring(0, colon)).withShards(shards));
+      }
+    }
+    return result;
+  }
+}

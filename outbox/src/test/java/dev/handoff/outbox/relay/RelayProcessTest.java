@@ -1,0 +1,114 @@
+package dev.handoff.outbox.relay;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.handoff.outbox.Message;
+import dev.handoff.outbox.Outbox;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.TestEnvironment;
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/** The standalone relay as a real process: started, fed while it runs, stopped with SIGTERM, restarted. */
+@HandoffTest
+class RelayProcessTest {
+
+  private final TestEnvironment env;
+
+  RelayProcessTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  @Test
+  void sigtermDrainsAndExitsZeroAndARestartLeavesNothingUnpublished() throws Exception {
+    String key = StreamFormat.streamKey(env.keyPrefix(), "orders", 0);
+    Outbox outbox = Outbox.builder().schema(env.schema()).build();
+    AtomicBoolean producing = new AtomicBoolean(true);
+    AtomicLong appended = new AtomicLong();
+    Thread producer = new Thread(() -> {
+      while (producing.get()) {
+        try (Connection tx = env.dataSource().getConnection()) {
+          tx.setAutoCommit(false);
+          outbox.append(tx, Message.builder("orders", "order.placed").payload("x").build());
+          tx.commit();
+          appended.incrementAndGet();
+        } catch (Exception e) {
+          throw new IllegalStateException(e);
+        }
+      }
+    });
+
+    Process relay = startRelay("first");
+    producer.start();
+    await().atMost(Duration.ofSeconds(30)).until(() -> env.redis().xlen(key) > 200);
+
+    long signalledAt = System.nanoTime();
+    relay.destroy(); // SIGTERM
+    assertThat(relay.waitFor(15, TimeUnit.SECONDS)).as("exits within the drain deadline").isTrue();
+    assertThat(relay.exitValue()).isZero();
+    assertThat(Duration.ofNanos(System.nanoTime() - signalledAt)).isLessThan(Duration.ofSeconds(12));
+    assertThat(env.queryLong("select count(*) from outbox where stream_ms is not null and published_at is null"))
+        .as("assigned but unpublished rows after a clean stop").isZero();
+    assertThat(env.queryLong("select count(*) from relay_lease where owner is not null")).as("lease released")
+        .isZero();
+
+    producing.set(false);
+    producer.join();
+    Process second = startRelay("second");
+    await().atMost(Duration.ofSeconds(30))
+        .until(() -> env.queryLong("select count(*) from outbox where published_at is null") == 0);
+    second.destroy();
+    assertThat(second.waitFor(15, TimeUnit.SECONDS)).isTrue();
+    assertThat(second.exitValue()).isZero();
+
+    List<StreamAssertions.Entry> entries = StreamAssertions.entries(env.redis(), key);
+    assertThat(entries).hasSize((int) appended.get());
+    assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize((int) appended.get());
+    StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+  }
+
+  @Test
+  void badUrlIsOneClearLineAndANonZeroExit() throws Exception {
+    ProcessBuilder pb = command("--jdbc-url", "jdbc:postgresql://127.0.0.1:1/nowhere?user=u&password=hunter2",
+        "--redis-url", env.redisUri().toString(), "--topics", "orders");
+    Path err = Files.createTempFile("relay", ".err");
+    pb.redirectError(err.toFile()).redirectOutput(ProcessBuilder.Redirect.DISCARD);
+    Process p = pb.start();
+    assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
+    assertThat(p.exitValue()).isNotZero();
+    List<String> lines = Files.readAllLines(err);
+    assertThat(lines).hasSize(1);
+    assertThat(lines.get(0)).startsWith("handoff-relay: cannot connect to PostgreSQL at").doesNotContain("hunter2")
+        .contains("password=***");
+  }
+
+  private Process startRelay(String name) throws Exception {
+    ProcessBuilder pb = command("--jdbc-url", env.postgres().jdbcUrl(), "--redis-url", env.redisUri().toString(),
+        "--topics", "orders", "--schema", env.schema(), "--key-prefix", env.keyPrefix(),
+        "--lease-ttl", "PT5S", "--drain-timeout", "PT10S");
+    File log = Files.createTempFile("relay-" + name, ".log").toFile();
+    pb.redirectErrorStream(true).redirectOutput(log);
+    return pb.start();
+  }
+
+  private static ProcessBuilder command(String... args) {
+    List<String> command = new ArrayList<>();
+    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    command.add("-cp");
+    command.add(System.getProperty("java.class.path"));
+    command.add("dev.handoff.outbox.cli.RelayCommand");
+    command.addAll(List.of(args));
+    return new ProcessBuilder(command);
+  }
+}
