@@ -135,6 +135,7 @@ public final class DefaultRelay implements Relay {
       RelayCycle total = new RelayCycle(owned.size(), 0, 0, 0);
       RelayCycle pass;
       do {
+        manageLeases(false);
         pass = publishOwned(false);
         total = new RelayCycle(owned.size(), total.assigned() + pass.assigned(),
             total.published() + pass.published(), total.republished() + pass.republished());

@@ -76,7 +76,7 @@ final class OutboxQueries {
     purge = "DELETE FROM " + outbox + " WHERE id IN ("
         + " SELECT id FROM " + outbox
         + " WHERE published_at < clock_timestamp() - make_interval(secs => ?) AND topic = ANY(?)"
-        + " ORDER BY published_at LIMIT ?)";
+        + " ORDER BY id LIMIT ?)";
   }
 
   /** The outcome of {@link #assign}: whether the lease still held, and the rows that got IDs. */
