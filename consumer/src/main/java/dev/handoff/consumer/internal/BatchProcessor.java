@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.function.BooleanSupplier;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -89,6 +90,17 @@ final class BatchProcessor {
     }
   }
 
+  /** The consumer is closing past its deadline: stop, roll back, leave everything unacknowledged. */
+  private static final class Abandoned extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    final transient Unit unit;
+
+    Abandoned(Unit unit) {
+      super(null, null, false, false);
+      this.unit = unit;
+    }
+  }
+
   private record Unit(List<Delivery> candidates, List<Dead> dead, List<Delivery> lost) {
     boolean isEmpty() {
       return candidates.isEmpty() && dead.isEmpty() && lost.isEmpty();
@@ -126,6 +138,10 @@ final class BatchProcessor {
   }
 
   Settled settle(List<Delivery> batch, Mode mode, FaultHook hook) {
+    return settle(batch, mode, hook, () -> false);
+  }
+
+  Settled settle(List<Delivery> batch, Mode mode, FaultHook hook, BooleanSupplier abandon) {
     Settled out = new Settled();
     List<Delivery> candidates = new ArrayList<>();
     List<Dead> dead = new ArrayList<>();
@@ -161,7 +177,7 @@ final class BatchProcessor {
         }
         try {
           out.transactions++;
-          attempt(c, u, mode, recovered, out, hook);
+          attempt(c, u, mode, recovered, out, hook, abandon);
         } catch (HandlerFailed hf) {
           Delivery d = u.candidates.get(hf.index);
           List<Delivery> rest = new ArrayList<>(u.candidates);
@@ -195,6 +211,13 @@ final class BatchProcessor {
           }
         }
       }
+    } catch (Abandoned e) {
+      queue.addFirst(e.unit);
+      for (Unit u : queue) {
+        out.abandoned.addAll(u.candidates);
+        u.dead.forEach(x -> out.abandoned.add(x.delivery));
+        out.abandoned.addAll(u.lost);
+      }
     } catch (Unattributable | SQLException | RuntimeException e) {
       Throwable cause = e instanceof Unattributable ? e.getCause() : e;
       out.databaseError = cause;
@@ -214,7 +237,7 @@ final class BatchProcessor {
   }
 
   private void attempt(Connection c, Unit u, Mode mode, Map<Delivery, InboundMessage> recovered, Settled out,
-      FaultHook hook) throws HandlerFailed, Unattributable {
+      FaultHook hook, BooleanSupplier abandon) throws HandlerFailed, Unattributable {
     List<Delivery> handled = new ArrayList<>();
     List<Delivery> duplicates = new ArrayList<>();
     List<Dead> dead = new ArrayList<>();
@@ -255,6 +278,9 @@ final class BatchProcessor {
           duplicates.add(d);
           continue;
         }
+        if (abandon.getAsBoolean()) {
+          throw new Abandoned(u);
+        }
         Savepoint sp = savepoints ? c.setSavepoint() : null;
         try {
           handler.handle(c, d.message);
@@ -263,6 +289,9 @@ final class BatchProcessor {
           }
           handled.add(d);
         } catch (Exception e) {
+          if (abandon.getAsBoolean()) {
+            throw new Abandoned(u); // interrupted by close: not the message's fault
+          }
           if (sp == null) {
             if (transactionAborted(e)) {
               throw new Unattributable(e);
@@ -281,7 +310,13 @@ final class BatchProcessor {
         }
       }
       hook.at(FaultHook.Point.BEFORE_COMMIT);
+      if (abandon.getAsBoolean()) {
+        throw new Abandoned(u);
+      }
       c.commit();
+    } catch (Abandoned e) {
+      rollbackQuietly(c);
+      throw e;
     } catch (HandlerFailed | Unattributable e) {
       rollbackQuietly(c);
       throw e;

@@ -77,6 +77,7 @@ public final class DefaultStreamConsumer implements StreamConsumer {
   private boolean groupsCreatedOnce;
   private ScheduledExecutorService leaseKeeper;
   private volatile FaultHook faultHook = FaultHook.NONE;
+  private volatile boolean abandon;
 
   public DefaultStreamConsumer(ConsumerConfig config, DataSource dataSource, HostAndPort redisServer,
       JedisClientConfig redisConfig) {
@@ -345,6 +346,7 @@ public final class DefaultStreamConsumer implements StreamConsumer {
     for (Thread t : threads) {
       if (t.isAlive()) {
         clean = false;
+        abandon = true;
         log.warn("Consumer group '{}': {} still busy after the close deadline of {}; abandoning its batch"
             + " (rolled back if not committed, left pending for another consumer to claim)", config.group(),
             t.getName(), deadline);
@@ -727,7 +729,8 @@ public final class DefaultStreamConsumer implements StreamConsumer {
       }
       try {
         long started = System.nanoTime();
-        BatchProcessor.Settled s = processor.settle(batch, BatchProcessor.Mode.DELIVERY, faultHook);
+        BatchProcessor.Settled s = processor.settle(batch, BatchProcessor.Mode.DELIVERY, faultHook,
+            () -> abandon);
         if (s.committed() > 0) {
           faultHook.at(FaultHook.Point.AFTER_COMMIT);
         }
