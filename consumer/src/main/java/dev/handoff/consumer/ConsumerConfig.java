@@ -19,7 +19,8 @@ import java.util.regex.Pattern;
  * @param topic the topic and its shard count (must match the producers' and the relay's)
  * @param group the consumer group; also the first column of the inbox marker
  * @param consumerName the base of the consumer names; worker {@code i} reads as {@code <consumerName>-<i>}
- * @param handler the application's work per message
+ * @param handler the application's work per message, or {@code null} when {@code batchHandler} is set
+ * @param batchHandler the application's work per batch, or {@code null} when {@code handler} is set
  * @param workers worker threads; each reads and handles one batch at a time
  * @param batchSize the most entries one worker reads (and holds) at a time
  * @param block how long a read waits for new entries
@@ -43,6 +44,7 @@ public record ConsumerConfig(
     String group,
     String consumerName,
     MessageHandler handler,
+    BatchMessageHandler batchHandler,
     int workers,
     int batchSize,
     Duration block,
@@ -68,7 +70,9 @@ public record ConsumerConfig(
     Objects.requireNonNull(topic, "topic must be set");
     requireName("group", group);
     requireName("consumerName", consumerName);
-    Objects.requireNonNull(handler, "handler must be set");
+    if ((handler == null) == (batchHandler == null)) {
+      throw new IllegalArgumentException("exactly one of handler and batchHandler must be set");
+    }
     requireBetween("workers", workers, 1, 256);
     requireBetween("batchSize", batchSize, 1, 10_000);
     requirePositive("block", block);
@@ -96,6 +100,10 @@ public record ConsumerConfig(
     }
     Objects.requireNonNull(startPosition, "startPosition");
     Objects.requireNonNull(failureIsolation, "failureIsolation");
+    if (batchHandler != null && failureIsolation != FailureIsolation.OPTIMISTIC_BATCH) {
+      throw new IllegalArgumentException("a batchHandler needs failureIsolation OPTIMISTIC_BATCH, was "
+          + failureIsolation);
+    }
     requirePositive("redisPoolWait", redisPoolWait);
     requireBetween("statusScanLimit", statusScanLimit, 1, 100_000_000);
     Objects.requireNonNull(listener, "listener");

@@ -149,6 +149,52 @@ class DeadLetterTest {
     }
   }
 
+  @Test
+  void batchHandlerFailureIsBisectedDownToThePoisonWhileTheOthersCommitOnce() {
+    Fixture f = new Fixture(env, "bisect");
+    List<StreamMessage> messages = f.publishMany(40);
+    StreamMessage poison = messages.get(17);
+    AtomicInteger calls = new AtomicInteger();
+    try (StreamConsumer consumer = f.consumer("b")
+        .batchSize(40)
+        .maxDeliveries(2)
+        .minIdle(Duration.ofMillis(500))
+        .backoff(Duration.ofMillis(20), Duration.ofMillis(50))
+        .batchHandler((tx, batch) -> {
+          calls.incrementAndGet();
+          try (var ps = tx.prepareStatement(
+              "INSERT INTO " + f.effects + " (consumer_group, message_id, tag) VALUES ('b', ?, 'batch')")) {
+            for (InboundMessage m : batch) {
+              if (m.messageId().equals(poison.messageId())) {
+                throw new IllegalStateException("cannot book " + m.messageId());
+              }
+              ps.setObject(1, m.messageId());
+              ps.addBatch();
+            }
+            ps.executeBatch();
+          }
+        })
+        .build()) {
+      PollResult first = consumer.pollOnce();
+      assertThat(first.handled()).isEqualTo(39);
+      assertThat(first.failed()).isEqualTo(1);
+      // 40 -> 20 + 20 -> the poison's half 10 + 10 -> 5 + 5 -> ... -> 1: a handful of calls, not 40
+      assertThat(calls.get()).isBetween(3, 14);
+      assertThat(f.effectCount("b")).isEqualTo(39);
+      assertThat(f.pending("b")).hasSize(1);
+      ConsumerTestKit.drain(consumer, Duration.ofSeconds(10));
+      assertThat(consumer.deadLetters(5)).hasSize(1).allSatisfy(d -> {
+        assertThat(d.messageId()).isEqualTo(poison.messageId());
+        assertThat(d.deliveries()).isEqualTo(2);
+        assertThat(d.error()).contains("cannot book");
+      });
+    }
+    assertThat(f.effectCount("b")).isEqualTo(39);
+    assertThat(f.doubleEffects("b")).isZero();
+    assertThat(f.effectCount("b", poison.messageId())).isZero();
+    assertThat(f.pendingTotal("b")).isZero();
+  }
+
   private static byte[] b(String s) {
     return s.getBytes(StandardCharsets.UTF_8);
   }

@@ -1,5 +1,6 @@
 package dev.handoff.consumer.internal;
 
+import dev.handoff.consumer.BatchMessageHandler;
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.FailureIsolation;
@@ -114,6 +115,7 @@ final class BatchProcessor {
   private final ConsumerConfig config;
   private final DataSource dataSource;
   private final MessageHandler handler;
+  private final BatchMessageHandler batchHandler;
   private final InboxQueries inbox;
   private final DeadLetterQueries deadLetters;
   private final OutboxQueries outbox;
@@ -123,6 +125,7 @@ final class BatchProcessor {
     this.config = config;
     this.dataSource = dataSource;
     this.handler = config.handler();
+    this.batchHandler = config.batchHandler();
     this.inbox = new InboxQueries(config.schema());
     this.deadLetters = new DeadLetterQueries(config.schema());
     this.outbox = new OutboxQueries(config.schema());
@@ -271,7 +274,39 @@ final class BatchProcessor {
       }
       Set<UUID> inserted = inbox.insert(c, group, ids, streamIds, InboxQueries.PROCESSED);
       boolean savepoints = config.failureIsolation() == FailureIsolation.SAVEPOINT_PER_MESSAGE;
-      for (int i = 0; i < u.candidates.size(); i++) {
+      if (batchHandler != null) {
+        List<InboundMessage> fresh = new ArrayList<>(inserted.size());
+        int only = -1;
+        for (int i = 0; i < u.candidates.size(); i++) {
+          Delivery d = u.candidates.get(i);
+          UUID id = d.message.messageId();
+          if (first.get(id) != d || !inserted.contains(id)) {
+            duplicates.add(d);
+          } else {
+            fresh.add(d.message);
+            handled.add(d);
+            only = i;
+          }
+        }
+        if (abandon.getAsBoolean()) {
+          throw new Abandoned(u);
+        }
+        if (!fresh.isEmpty()) {
+          try {
+            batchHandler.handle(c, fresh);
+          } catch (Exception e) {
+            if (abandon.getAsBoolean()) {
+              throw new Abandoned(u);
+            }
+            // One message: it is the culprit. Several: unknown, so bisect.
+            if (fresh.size() == 1 && !transactionAborted(e)) {
+              throw new HandlerFailed(only, e);
+            }
+            throw new Unattributable(e);
+          }
+        }
+      }
+      for (int i = 0; batchHandler == null && i < u.candidates.size(); i++) {
         Delivery d = u.candidates.get(i);
         UUID id = d.message.messageId();
         if (first.get(id) != d || !inserted.contains(id)) {
@@ -407,7 +442,11 @@ final class BatchProcessor {
                 .isEmpty();
         if (run) {
           try {
-            handler.handle(c, m);
+            if (batchHandler != null) {
+              batchHandler.handle(c, List.of(m));
+            } else {
+              handler.handle(c, m);
+            }
           } catch (Exception e) {
             throw new ConsumerException("retry of dead letter " + deadLetterId + " (message " + m.messageId()
                 + ") in consumer group '" + group + "' failed; it stays dead", e);
