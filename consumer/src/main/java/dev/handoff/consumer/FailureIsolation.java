@@ -10,11 +10,12 @@ public enum FailureIsolation {
 
   /**
    * The default. The whole batch runs in one transaction with no savepoints; when a handler throws, the
-   * transaction is rolled back and the batch is run again without the failed message (when a failure cannot be
-   * pinned on one message, such as a failed commit, the batch is split in halves). The fast path costs nothing
-   * extra, but the handlers of the other messages run again after a sibling's failure, so their non-database
-   * side effects can repeat. Measured at about 2x the throughput of {@link #SAVEPOINT_PER_MESSAGE} (see the
-   * consumer README / benchmark).
+   * transaction is rolled back and run again without the failed message (the exception names the culprit; when a
+   * failure cannot be pinned on one message, such as a failed commit or a {@link BatchMessageHandler} call, the
+   * batch is split in halves). The fast path costs nothing extra, but after a sibling's failure the other
+   * handlers of the batch run again, so their non-database side effects can repeat. Measured 2.5x to 2.9x the
+   * throughput of {@link #SAVEPOINT_PER_MESSAGE} (ConsumerBenchmark: batches of 100, one insert per message,
+   * embedded PostgreSQL 17, three runs), which is why it is the default.
    */
   OPTIMISTIC_BATCH,
 

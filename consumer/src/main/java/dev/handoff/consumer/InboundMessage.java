@@ -22,7 +22,7 @@ import java.util.UUID;
  * @param streamKey the Redis stream it was read from
  * @param streamId the stream entry ID, {@code ms-seq}
  * @param deliveries how many times the group has delivered this entry, this delivery included (1 for a first
- *     delivery; for a retried dead letter, the count when it was dead-lettered)
+ *     delivery; for a retried dead letter, the count when it was dead-lettered; 0 for a replay)
  */
 public record InboundMessage(
     UUID messageId,

@@ -34,10 +34,13 @@ import org.slf4j.LoggerFactory;
  * exception names the culprit, so k failures cost k extra transactions, not a bisection. When a failure cannot be
  * pinned on one message (the commit fails, or a handler swallowed an SQL error and left the transaction aborted
  * so that the next statement fails), the batch is split in halves and each half retried, down to single messages.
- * The alternative, a savepoint per message, costs two extra round trips per message on the fast path: the
- * consumer benchmark ({@code ConsumerBenchmark}, batches of 100, one-insert handler, embedded PostgreSQL 17)
- * measured the optimistic batch clearly faster, so it is the default; savepoints remain available for handlers
- * whose non-database side effects must not repeat when a sibling fails.
+ * The alternative, a savepoint per message, costs two extra round trips (SAVEPOINT, RELEASE) per message on the
+ * fast path. Measured with {@code ConsumerBenchmark} (batches of 100, one-insert handler, embedded PostgreSQL 17,
+ * one worker, three runs of 3 to 5 rounds): optimistic 7,200 to 12,000 msg/s against savepoints 2,900 to 4,200
+ * msg/s, a steady 2.5x to 2.9x. Failures are rare and cheap to redo, the fast path is every message, so the
+ * optimistic batch is the default; savepoints remain available for handlers whose non-database side effects must
+ * not repeat when a sibling fails. A {@link BatchMessageHandler} call cannot name its culprit, so its failures are
+ * always bisected.
  *
  * <p>Thread-safe: it keeps no state between calls.
  */
