@@ -43,7 +43,10 @@ public interface ConsumerListener {
   /** Another consumer took over an entry this one was still handling (its lease could not be renewed in time). */
   default void leaseLost(String streamKey, String streamId) {}
 
-  /** The consumer group had vanished from {@code streamKey} (Redis lost its data) and was recreated from the beginning. */
+  /**
+   * The consumer group had vanished from {@code streamKey} (Redis lost its data) and was recreated from the
+   * beginning.
+   */
   default void groupRecreated(String streamKey) {}
 
   /** A batch transaction committed: {@code size} entries settled in {@code elapsed}, handler time included. */

@@ -1,9 +1,11 @@
 package dev.handoff.consumer;
 
 import java.time.Duration;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.SortedMap;
+import java.util.TreeMap;
 
 /**
  * A snapshot of one consumer group on one topic. The numbers answer different questions and are never folded
@@ -79,7 +81,7 @@ public record ConsumerStatus(String group, String topic, List<StreamStatus> stre
 
     public StreamStatus {
       consumers = Map.copyOf(consumers);
-      deliveryHistogram = java.util.Collections.unmodifiableSortedMap(new java.util.TreeMap<>(deliveryHistogram));
+      deliveryHistogram = Collections.unmodifiableSortedMap(new TreeMap<>(deliveryHistogram));
     }
   }
 }

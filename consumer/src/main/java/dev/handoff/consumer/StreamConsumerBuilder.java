@@ -151,7 +151,10 @@ public final class StreamConsumerBuilder {
     return this;
   }
 
-  /** How long a read waits for new entries ({@code BLOCK}); also bounds how long {@code close} waits for a read. Defaults to 1 s. */
+  /**
+   * How long a read waits for new entries ({@code BLOCK}); also bounds how long {@code close} waits for a read.
+   * Defaults to 1 s.
+   */
   public StreamConsumerBuilder block(Duration block) {
     this.block = block;
     return this;
@@ -166,7 +169,10 @@ public final class StreamConsumerBuilder {
     return this;
   }
 
-  /** How often in-flight entries have their lease renewed; must be below {@code minIdle / 2}. Defaults to {@code minIdle / 3}. */
+  /**
+   * How often in-flight entries have their lease renewed; must be below {@code minIdle / 2}. Defaults to
+   * {@code minIdle / 3}.
+   */
   public StreamConsumerBuilder leaseRenewInterval(Duration interval) {
     this.leaseRenewInterval = interval;
     return this;
@@ -240,8 +246,8 @@ public final class StreamConsumerBuilder {
       initial = max; // only the defaults conflict here (minIdle below 1 s): follow minIdle
     }
     return new ConsumerConfig(schema, keyPrefix, topic, group,
-        consumerName != null ? consumerName : ConsumerNames.generate(), handler, batchHandler, workers, batchSize, block,
-        minIdle, renew, reclaimInterval, maxDeliveries, initial, max, startPosition, failureIsolation,
+        consumerName != null ? consumerName : ConsumerNames.generate(), handler, batchHandler, workers, batchSize,
+        block, minIdle, renew, reclaimInterval, maxDeliveries, initial, max, startPosition, failureIsolation,
         redisPoolWait, statusScanLimit, listener, clock);
   }
 

@@ -21,6 +21,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
@@ -196,7 +197,7 @@ public final class DefaultStreamConsumer implements StreamConsumer {
     for (String key : streamKeys) {
       if (!redis.exists(key)) {
         streams.add(new ConsumerStatus.StreamStatus(key, false, false, 0, null, null, null, 0, true, 0, null, null,
-            Map.of(), new java.util.TreeMap<>()));
+            Map.of(), new TreeMap<>()));
         continue;
       }
       String lastDelivered = redis.lastDeliveredId(key);
@@ -206,7 +207,7 @@ public final class DefaultStreamConsumer implements StreamConsumer {
       if (lastDelivered == null) {
         // Without a group nothing was delivered: every retained entry is backlog.
         streams.add(new ConsumerStatus.StreamStatus(key, true, false, length, first, last, null, length, true, 0,
-            null, null, Map.of(), new java.util.TreeMap<>()));
+            null, null, Map.of(), new TreeMap<>()));
         continue;
       }
       long[] backlog = redis.countAfter(key, lastDelivered, config.statusScanLimit());
@@ -216,7 +217,7 @@ public final class DefaultStreamConsumer implements StreamConsumer {
               pending.minId().indexOf('-')))));
       streams.add(new ConsumerStatus.StreamStatus(key, true, true, length, first, last, lastDelivered, backlog[0],
           backlog[1] == 0, pending.total(), pending.minId(), age, pending.consumers(),
-          pending.total() == 0 ? new java.util.TreeMap<>()
+          pending.total() == 0 ? new TreeMap<>()
               : redis.deliveryHistogram(key, config.statusScanLimit())));
     }
     long dead;
