@@ -13,9 +13,9 @@ public enum FailureIsolation {
    * transaction is rolled back and run again without the failed message (the exception names the culprit; when a
    * failure cannot be pinned on one message, such as a failed commit or a {@link BatchMessageHandler} call, the
    * batch is split in halves). The fast path costs nothing extra, but after a sibling's failure the other
-   * handlers of the batch run again, so their non-database side effects can repeat. Measured 2.5x to 2.9x the
+   * handlers of the batch run again, so their non-database side effects can repeat. Measured 2.4x to 2.9x the
    * throughput of {@link #SAVEPOINT_PER_MESSAGE} (ConsumerBenchmark: batches of 100, one insert per message,
-   * embedded PostgreSQL 17, three runs), which is why it is the default.
+   * embedded PostgreSQL 17, four runs), which is why it is the default.
    */
   OPTIMISTIC_BATCH,
 

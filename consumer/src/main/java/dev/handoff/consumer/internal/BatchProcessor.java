@@ -36,8 +36,8 @@ import org.slf4j.LoggerFactory;
  * so that the next statement fails), the batch is split in halves and each half retried, down to single messages.
  * The alternative, a savepoint per message, costs two extra round trips (SAVEPOINT, RELEASE) per message on the
  * fast path. Measured with {@code ConsumerBenchmark} (batches of 100, one-insert handler, embedded PostgreSQL 17,
- * one worker, three runs of 3 to 5 rounds): optimistic 7,200 to 12,000 msg/s against savepoints 2,900 to 4,200
- * msg/s, a steady 2.5x to 2.9x. Failures are rare and cheap to redo, the fast path is every message, so the
+ * one worker, four runs of 3 to 5 rounds): optimistic 6,800 to 12,000 msg/s against savepoints 2,850 to 4,200
+ * msg/s, a steady 2.4x to 2.9x. Failures are rare and cheap to redo, the fast path is every message, so the
  * optimistic batch is the default; savepoints remain available for handlers whose non-database side effects must
  * not repeat when a sibling fails. A {@link BatchMessageHandler} call cannot name its culprit, so its failures are
  * always bisected.
