@@ -422,8 +422,10 @@ public final class DefaultStreamConsumer implements StreamConsumer {
   }
 
   private void groupsMissing() {
-    groupsReady = false;
-    groupsCreatedOnce = true;
+    synchronized (groupLock) {
+      groupsReady = false;
+      groupsCreatedOnce = true;
+    }
     reclaim.reset();
   }
 
