@@ -1,0 +1,91 @@
+package dev.handoff.consumer;
+
+import dev.handoff.outbox.Message;
+import dev.handoff.outbox.StreamMessage;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+
+/**
+ * A message as a handler receives it: what the producer appended plus where it was read from.
+ *
+ * @param messageId the idempotency key (UUIDv7 from the producer); the inbox marker is {@code (group, messageId)}
+ * @param outboxId the producer's outbox row id
+ * @param topic the topic
+ * @param type the message type
+ * @param key the ordering key, or {@code null}
+ * @param headers the headers (including {@code traceparent} when present); unmodifiable
+ * @param createdAt when the producer appended it
+ * @param payload the payload bytes (not copied: treat as read-only)
+ * @param streamKey the Redis stream it was read from
+ * @param streamId the stream entry ID, {@code ms-seq}
+ * @param deliveries how many times the group has delivered this entry, this delivery included (1 for a first
+ *     delivery; for a retried dead letter, the count when it was dead-lettered; 0 for a replay)
+ */
+public record InboundMessage(
+    UUID messageId,
+    long outboxId,
+    String topic,
+    String type,
+    String key,
+    Map<String, String> headers,
+    Instant createdAt,
+    byte[] payload,
+    String streamKey,
+    String streamId,
+    long deliveries) {
+
+  public InboundMessage {
+    Objects.requireNonNull(messageId, "messageId");
+    Objects.requireNonNull(topic, "topic");
+    Objects.requireNonNull(type, "type");
+    headers = Map.copyOf(headers);
+    Objects.requireNonNull(createdAt, "createdAt");
+    Objects.requireNonNull(payload, "payload");
+    Objects.requireNonNull(streamKey, "streamKey");
+    Objects.requireNonNull(streamId, "streamId");
+  }
+
+  /** Builds the handler's view of a decoded stream entry. */
+  public static InboundMessage of(StreamMessage m, String streamKey, String streamId, long deliveries) {
+    return new InboundMessage(m.messageId(), m.outboxId(), m.topic(), m.type(), m.key(), m.headers(),
+        m.createdAt(), m.payload(), streamKey, streamId, deliveries);
+  }
+
+  /** The payload decoded as UTF-8 (JSON payloads, for instance). */
+  public String payloadAsString() {
+    return new String(payload, StandardCharsets.UTF_8);
+  }
+
+  /** The W3C trace context the producer passed, or {@code null}. */
+  public String traceparent() {
+    return headers.get(Message.TRACEPARENT);
+  }
+
+  /** The message as it travels in the stream (for re-publishing or replaying it). */
+  public StreamMessage toStreamMessage() {
+    return new StreamMessage(messageId, outboxId, topic, type, key, headers, createdAt, payload);
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof InboundMessage m
+        && toStreamMessage().equals(m.toStreamMessage())
+        && streamKey.equals(m.streamKey)
+        && streamId.equals(m.streamId)
+        && deliveries == m.deliveries;
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(toStreamMessage(), streamKey, streamId, deliveries);
+  }
+
+  @Override
+  public String toString() {
+    return "InboundMessage[messageId=" + messageId + ", type=" + type + ", key=" + key + ", stream=" + streamKey
+        + ", id=" + streamId + ", deliveries=" + deliveries + ", payload=" + payload.length + " bytes]";
+  }
+}

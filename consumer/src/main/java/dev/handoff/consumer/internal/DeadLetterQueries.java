@@ -1,0 +1,154 @@
+package dev.handoff.consumer.internal;
+
+import dev.handoff.consumer.DeadLetter;
+import dev.handoff.consumer.InboundMessage;
+import dev.handoff.outbox.internal.Json;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.sql.Types;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+/** All SQL on the {@code dead_letter} table. */
+final class DeadLetterQueries {
+
+  /** What to store for one dead entry; message fields are {@code null} when unknown. */
+  record Row(UUID messageId, String topic, String streamKey, String streamId, Long outboxId, String key,
+      String type, Map<String, String> headers, byte[] payload, Instant createdAt, long deliveries, String error) {
+
+    static Row of(InboundMessage m, String error) {
+      return new Row(m.messageId(), m.topic(), m.streamKey(), m.streamId(), m.outboxId(), m.key(), m.type(),
+          m.headers(), m.payload(), m.createdAt(), m.deliveries(), error);
+    }
+  }
+
+  /** A stored dead letter with its message, locked for a retry. */
+  record Stored(long id, String status, InboundMessage message) {}
+
+  private final String insert;
+  private final String lock;
+  private final String markRetried;
+  private final String list;
+  private final String countDead;
+  private final String retryable;
+
+  DeadLetterQueries(String schema) {
+    String table = schema + ".dead_letter";
+    this.insert = "INSERT INTO " + table + " (consumer_group, message_id, topic, stream_key, stream_id, outbox_id,"
+        + " message_key, type, headers, payload, created_at, deliveries, error)"
+        + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?)"
+        + " ON CONFLICT (consumer_group, stream_key, stream_id) DO NOTHING";
+    this.lock = "SELECT id, status, message_id, topic, stream_key, stream_id, outbox_id, message_key, type,"
+        + " headers::text, payload, created_at, deliveries FROM " + table
+        + " WHERE id = ? AND consumer_group = ? FOR UPDATE";
+    this.markRetried = "UPDATE " + table + " SET status = 'retried', retried_at = now() WHERE id = ?";
+    this.list = "SELECT id, message_id, stream_key, stream_id, type, deliveries, error, dead_at, status FROM "
+        + table + " WHERE consumer_group = ? ORDER BY id DESC LIMIT ?";
+    this.countDead = "SELECT count(*) FROM " + table + " WHERE consumer_group = ? AND status = 'dead'";
+    this.retryable = "SELECT id FROM " + table + " WHERE consumer_group = ? AND status = 'dead'"
+        + " AND message_id IS NOT NULL AND type IS NOT NULL AND payload IS NOT NULL ORDER BY id";
+  }
+
+  /** Returns whether a row was inserted (false: this entry was dead-lettered before). */
+  boolean insert(Connection tx, String group, Row r) throws SQLException {
+    try (PreparedStatement ps = tx.prepareStatement(insert)) {
+      ps.setString(1, group);
+      ps.setObject(2, r.messageId());
+      ps.setString(3, r.topic());
+      ps.setString(4, r.streamKey());
+      ps.setString(5, r.streamId());
+      if (r.outboxId() == null) {
+        ps.setNull(6, Types.BIGINT);
+      } else {
+        ps.setLong(6, r.outboxId());
+      }
+      ps.setString(7, r.key());
+      ps.setString(8, r.type());
+      ps.setString(9, r.headers() == null ? null : Json.writeStringMap(r.headers()));
+      ps.setBytes(10, r.payload());
+      ps.setTimestamp(11, r.createdAt() == null ? null : Timestamp.from(r.createdAt()));
+      ps.setInt(12, (int) Math.min(Integer.MAX_VALUE, r.deliveries()));
+      ps.setString(13, r.error());
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** Locks dead letter {@code id} of {@code group}; {@code null} if there is none. */
+  Stored lock(Connection tx, String group, long id) throws SQLException {
+    try (PreparedStatement ps = tx.prepareStatement(lock)) {
+      ps.setLong(1, id);
+      ps.setString(2, group);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        UUID messageId = rs.getObject("message_id", UUID.class);
+        String type = rs.getString("type");
+        byte[] payload = rs.getBytes("payload");
+        Timestamp created = rs.getTimestamp("created_at");
+        InboundMessage message = null;
+        if (messageId != null && type != null && payload != null) {
+          String headers = rs.getString("headers");
+          long outboxId = rs.getLong("outbox_id");
+          message = new InboundMessage(messageId, outboxId, rs.getString("topic"), type,
+              rs.getString("message_key"), headers == null ? Map.of() : Json.readStringMap(headers),
+              created == null ? Instant.EPOCH : created.toInstant(), payload, rs.getString("stream_key"),
+              rs.getString("stream_id"), rs.getInt("deliveries"));
+        }
+        return new Stored(rs.getLong("id"), rs.getString("status"), message);
+      }
+    }
+  }
+
+  void markRetried(Connection tx, long id) throws SQLException {
+    try (PreparedStatement ps = tx.prepareStatement(markRetried)) {
+      ps.setLong(1, id);
+      ps.executeUpdate();
+    }
+  }
+
+  List<DeadLetter> list(Connection c, String group, int limit) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(list)) {
+      ps.setString(1, group);
+      ps.setInt(2, limit);
+      List<DeadLetter> out = new ArrayList<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          out.add(new DeadLetter(rs.getLong("id"), rs.getObject("message_id", UUID.class),
+              rs.getString("stream_key"), rs.getString("stream_id"), rs.getString("type"), rs.getInt("deliveries"),
+              rs.getString("error"), rs.getTimestamp("dead_at").toInstant(), rs.getString("status")));
+        }
+      }
+      return out;
+    }
+  }
+
+  long countDead(Connection c, String group) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(countDead)) {
+      ps.setString(1, group);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    }
+  }
+
+  List<Long> retryableIds(Connection c, String group) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(retryable)) {
+      ps.setString(1, group);
+      List<Long> out = new ArrayList<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          out.add(rs.getLong(1));
+        }
+      }
+      return out;
+    }
+  }
+}

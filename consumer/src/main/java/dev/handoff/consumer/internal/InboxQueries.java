@@ -1,0 +1,110 @@
+package dev.handoff.consumer.internal;
+
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+
+/** All SQL on the {@code inbox} table. */
+final class InboxQueries {
+
+  static final String PROCESSED = "processed";
+  static final String DEAD = "dead";
+
+  private final String insert;
+  private final String delete;
+  private final String revive;
+  private final String countRetained;
+  private final String purgeBatch;
+
+  InboxQueries(String schema) {
+    String table = schema + ".inbox";
+    // One statement for the whole batch. ORDER BY gives concurrent batches one lock order on the primary key, so
+    // two consumers that hold overlapping entries (a reclaim racing a slow owner) wait instead of deadlocking.
+    this.insert = "INSERT INTO " + table + " (consumer_group, message_id, stream_id, outcome)"
+        + " SELECT ?, m, s, ? FROM unnest(?::uuid[], ?::text[]) AS u(m, s) ORDER BY m"
+        + " ON CONFLICT DO NOTHING RETURNING message_id";
+    this.delete = "DELETE FROM " + table + " WHERE consumer_group = ? AND message_id = ?";
+    this.revive = "UPDATE " + table + " SET outcome = 'processed', processed_at = now(), stream_id = ?"
+        + " WHERE consumer_group = ? AND message_id = ? AND outcome = 'dead'";
+    String streamOrder = "(split_part(stream_id, '-', 1)::bigint, split_part(stream_id, '-', 2)::bigint)";
+    this.countRetained = "SELECT count(*) FROM " + table + " WHERE consumer_group = ? AND processed_at < ?"
+        + " AND (stream_id IS NULL OR " + streamOrder + " >= (?, ?))";
+    this.purgeBatch = "DELETE FROM " + table + " WHERE ctid IN (SELECT ctid FROM " + table
+        + " WHERE consumer_group = ? AND processed_at < ? AND stream_id IS NOT NULL AND " + streamOrder
+        + " < (?, ?) LIMIT 10000)";
+  }
+
+  /** Inserts markers; returns the IDs that were new (the others are duplicates). IDs must be distinct. */
+  Set<UUID> insert(Connection tx, String group, List<UUID> ids, List<String> streamIds, String outcome)
+      throws SQLException {
+    if (ids.isEmpty()) {
+      return Set.of();
+    }
+    try (PreparedStatement ps = tx.prepareStatement(insert)) {
+      Array idArray = tx.createArrayOf("uuid", ids.toArray());
+      Array streamArray = tx.createArrayOf("text", streamIds.toArray());
+      ps.setString(1, group);
+      ps.setString(2, outcome);
+      ps.setArray(3, idArray);
+      ps.setArray(4, streamArray);
+      Set<UUID> inserted = new HashSet<>(ids.size() * 2);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          inserted.add(rs.getObject(1, UUID.class));
+        }
+      }
+      return inserted;
+    }
+  }
+
+  void delete(Connection tx, String group, UUID id) throws SQLException {
+    try (PreparedStatement ps = tx.prepareStatement(delete)) {
+      ps.setString(1, group);
+      ps.setObject(2, id);
+      ps.executeUpdate();
+    }
+  }
+
+  /** Turns a {@code dead} marker into {@code processed}; returns whether there was one. */
+  boolean revive(Connection tx, String group, UUID id, String streamId) throws SQLException {
+    try (PreparedStatement ps = tx.prepareStatement(revive)) {
+      ps.setString(1, streamId);
+      ps.setString(2, group);
+      ps.setObject(3, id);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** Markers older than {@code before} whose stream ID is at or above {@code floor} (or unknown). */
+  long countRetained(Connection c, String group, Instant before, long[] floor) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(countRetained)) {
+      ps.setString(1, group);
+      ps.setTimestamp(2, Timestamp.from(before));
+      ps.setLong(3, floor[0]);
+      ps.setLong(4, floor[1]);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    }
+  }
+
+  /** Deletes up to 10,000 purgeable markers; returns how many. */
+  int purgeBatch(Connection c, String group, Instant before, long[] floor) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(purgeBatch)) {
+      ps.setString(1, group);
+      ps.setTimestamp(2, Timestamp.from(before));
+      ps.setLong(3, floor[0]);
+      ps.setLong(4, floor[1]);
+      return ps.executeUpdate();
+    }
+  }
+}

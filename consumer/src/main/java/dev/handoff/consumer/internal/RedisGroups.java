@@ -1,0 +1,412 @@
+package dev.handoff.consumer.internal;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import redis.clients.jedis.ConnectionPoolConfig;
+import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.JedisClientConfig;
+import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.StreamEntryID;
+import redis.clients.jedis.exceptions.JedisDataException;
+import redis.clients.jedis.params.XAutoClaimParams;
+import redis.clients.jedis.params.XPendingParams;
+import redis.clients.jedis.params.XReadGroupParams;
+import redis.clients.jedis.resps.StreamEntryBinary;
+import redis.clients.jedis.resps.StreamGroupInfo;
+import redis.clients.jedis.resps.StreamPendingEntry;
+
+/**
+ * Every Redis command the consumer sends, and the only class that talks to Jedis. Two clients: one pool for
+ * blocking reads, sized one connection per worker so a read never waits for a connection and never holds one
+ * that other commands need, and one pool for everything else, with a finite wait. Both speak RESP2 so the raw
+ * replies parsed here keep their shape.
+ *
+ * <p>Thread-safe.
+ */
+public final class RedisGroups implements AutoCloseable {
+
+  /** Raised for {@code NOGROUP}: the stream or its group is gone (Redis restarted without persistence, say). */
+  public static final class GroupMissingException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    GroupMissingException(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
+  /** A stream entry as read; {@code fields} is {@code null} when the entry was trimmed or deleted. */
+  public record RawEntry(String streamKey, String id, Map<byte[], byte[]> fields) {}
+
+  /** One {@code XAUTOCLAIM} step: the cursor to continue from ({@code 0-0} = the pass is complete). */
+  public record AutoClaim(String nextCursor, List<RawEntry> claimed, List<String> deletedIds) {}
+
+  // The owner check and the claim must be one atomic step, or a renewal could steal an entry that another
+  // consumer claimed an instant earlier (XCLAIM with min-idle 0 takes anything).
+  private static final String RENEW = """
+      local lost = {}
+      for i = 3, #ARGV do
+        local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+        if p[1] ~= nil and p[1][2] == ARGV[2] then
+          redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
+        else
+          lost[#lost + 1] = ARGV[i]
+        end
+      end
+      return lost""";
+
+  // Backoff by idle-time reset: an entry with idle = minIdle - backoff becomes claimable after backoff. JUSTID so
+  // the delivery count is not bumped (the next claim bumps it, and that is the attempt that counts).
+  private static final String DEFER = """
+      local n = 0
+      for i = 3, #ARGV, 2 do
+        local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+        if p[1] ~= nil and p[1][2] == ARGV[2] then
+          redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'IDLE', ARGV[i + 1], 'JUSTID')
+          n = n + 1
+        end
+      end
+      return n""";
+
+  private static final String COUNTS = """
+      local out = {}
+      for i = 3, #ARGV do
+        local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+        if p[1] ~= nil and p[1][2] == ARGV[2] then out[#out + 1] = p[1][4] else out[#out + 1] = -1 end
+      end
+      return out""";
+
+  // Deleting a consumer with pending entries would orphan them for good (XGROUP DELCONSUMER drops them from the
+  // group's PEL), so the check and the delete run as one step.
+  private static final String DELETE_IDLE_CONSUMER = """
+      local p = redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2])
+      if #p == 0 then return redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2]) end
+      return -1""";
+
+  // Counts never-delivered entries server-side, so only two numbers cross the wire.
+  private static final String COUNT_AFTER = """
+      local n = 0
+      local cursor = ARGV[1]
+      local limit = tonumber(ARGV[2])
+      while n < limit do
+        local want = math.min(1000, limit - n)
+        local r = redis.call('XRANGE', KEYS[1], '(' .. cursor, '+', 'COUNT', want)
+        n = n + #r
+        if #r < want then return {n, 0} end
+        cursor = r[#r][1]
+      end
+      local more = redis.call('XRANGE', KEYS[1], '(' .. cursor, '+', 'COUNT', 1)
+      return {n, #more}""";
+
+  private final RedisClient commands;
+  private final RedisClient readers;
+  private final byte[] group;
+  private final String groupName;
+
+  public RedisGroups(HostAndPort server, JedisClientConfig base, String group, int workers, Duration block,
+      Duration poolWait) {
+    this.groupName = group;
+    this.group = bytes(group);
+    JedisClientConfig commandConfig = DefaultJedisClientConfig.builder().from(base).resp2().build();
+    ConnectionPoolConfig commandPool = new ConnectionPoolConfig();
+    // Workers ack and run scripts, the lease keeper renews, status and admin calls come from the application.
+    commandPool.setMaxTotal(workers + 3);
+    commandPool.setMaxIdle(workers + 3);
+    commandPool.setMaxWait(poolWait);
+    commandPool.setBlockWhenExhausted(true);
+    this.commands = RedisClient.builder().hostAndPort(server).clientConfig(commandConfig).poolConfig(commandPool)
+        .build();
+    long margin = Math.max(1_000, block.toMillis() / 2);
+    JedisClientConfig readerConfig = DefaultJedisClientConfig.builder().from(base).resp2()
+        .blockingSocketTimeoutMillis((int) Math.min(Integer.MAX_VALUE, block.toMillis() + margin)).build();
+    ConnectionPoolConfig readerPool = new ConnectionPoolConfig();
+    readerPool.setMaxTotal(workers);
+    readerPool.setMaxIdle(workers);
+    readerPool.setMaxWait(poolWait);
+    readerPool.setBlockWhenExhausted(true);
+    this.readers = RedisClient.builder().hostAndPort(server).clientConfig(readerConfig).poolConfig(readerPool)
+        .build();
+  }
+
+  /**
+   * Creates the group at {@code 0} (or {@code $}) with MKSTREAM. An existing group is success.
+   *
+   * @return whether it was created now
+   */
+  public boolean ensureGroup(String streamKey, boolean fromBeginning) {
+    try {
+      commands.xgroupCreate(streamKey, groupName,
+          fromBeginning ? new StreamEntryID(0, 0) : StreamEntryID.XGROUP_LAST_ENTRY, true);
+      return true;
+    } catch (JedisDataException e) {
+      if (e.getMessage() != null && e.getMessage().startsWith("BUSYGROUP")) {
+        return false;
+      }
+      throw e;
+    }
+  }
+
+  /** {@code XREADGROUP ... BLOCK block COUNT count STREAMS keys > ...} on a reader connection. */
+  public List<RawEntry> readNew(String consumer, List<String> streamKeys, int count, Duration block) {
+    XReadGroupParams params = XReadGroupParams.xReadGroupParams().count(count);
+    if (block != null) {
+      params.block((int) Math.max(1, block.toMillis()));
+    }
+    Map<byte[], StreamEntryID> streams = new LinkedHashMap<>();
+    for (String key : streamKeys) {
+      streams.put(bytes(key), StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY);
+    }
+    RedisClient client = block != null ? readers : commands;
+    try {
+      return entries(client.xreadGroupBinary(group, bytes(consumer), params, streams));
+    } catch (JedisDataException e) {
+      throw translate(e, streamKeys.toString());
+    }
+  }
+
+  /** {@code XREADGROUP ... STREAMS key <afterId>}: this consumer's own pending entries after {@code afterId}. */
+  public List<RawEntry> readOwnPending(String consumer, String streamKey, String afterId, int count) {
+    XReadGroupParams params = XReadGroupParams.xReadGroupParams().count(count);
+    try {
+      return entries(commands.xreadGroupBinary(group, bytes(consumer), params,
+          Map.of(bytes(streamKey), new StreamEntryID(afterId))));
+    } catch (JedisDataException e) {
+      throw translate(e, streamKey);
+    }
+  }
+
+  /** One {@code XAUTOCLAIM} step, raw form, so the third element (IDs purged because deleted) is kept. */
+  public AutoClaim autoClaim(String streamKey, String consumer, long minIdleMillis, String cursor, int count) {
+    List<Object> reply;
+    try {
+      reply = commands.xautoclaim(bytes(streamKey), group, bytes(consumer), minIdleMillis, bytes(cursor),
+          XAutoClaimParams.xAutoClaimParams().count(count));
+    } catch (JedisDataException e) {
+      throw translate(e, streamKey);
+    }
+    String next = text(reply.get(0));
+    List<RawEntry> claimed = new ArrayList<>();
+    for (Object o : (List<?>) reply.get(1)) {
+      List<?> entry = (List<?>) o;
+      claimed.add(new RawEntry(streamKey, text(entry.get(0)), fields((List<?>) entry.get(1))));
+    }
+    List<String> deleted = new ArrayList<>();
+    if (reply.size() > 2 && reply.get(2) != null) {
+      for (Object o : (List<?>) reply.get(2)) {
+        deleted.add(text(o));
+      }
+    }
+    return new AutoClaim(next, claimed, deleted);
+  }
+
+  /** Delivery count of each ID if {@code consumer} owns it, else -1. */
+  public long[] deliveryCounts(String streamKey, String consumer, List<String> ids) {
+    List<?> reply = (List<?>) eval(COUNTS, streamKey, consumer, ids);
+    long[] out = new long[ids.size()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = ((Number) reply.get(i)).longValue();
+    }
+    return out;
+  }
+
+  /** Resets the idle time of the entries {@code consumer} still owns; returns the IDs it no longer owns. */
+  public List<String> renew(String streamKey, String consumer, List<String> ids) {
+    List<?> reply = (List<?>) eval(RENEW, streamKey, consumer, ids);
+    List<String> lost = new ArrayList<>(reply.size());
+    for (Object o : reply) {
+      lost.add(text(o));
+    }
+    return lost;
+  }
+
+  /** Sets each owned entry's idle time to the given milliseconds; returns how many it still owned. */
+  public long defer(String streamKey, String consumer, Map<String, Long> idleMillisById) {
+    List<String> args = new ArrayList<>(idleMillisById.size() * 2);
+    idleMillisById.forEach((id, idle) -> {
+      args.add(id);
+      args.add(Long.toString(idle));
+    });
+    return ((Number) eval(DEFER, streamKey, consumer, args)).longValue();
+  }
+
+  /** Deletes {@code consumer} from the group if it has nothing pending; -1 if it still has. */
+  public long deleteConsumerIfIdle(String streamKey, String consumer) {
+    return ((Number) eval(DELETE_IDLE_CONSUMER, streamKey, consumer, List.of())).longValue();
+  }
+
+  public long ack(String streamKey, List<String> ids) {
+    if (ids.isEmpty()) {
+      return 0;
+    }
+    byte[][] raw = new byte[ids.size()][];
+    for (int i = 0; i < raw.length; i++) {
+      raw[i] = bytes(ids.get(i));
+    }
+    return commands.xack(bytes(streamKey), group, raw);
+  }
+
+  /** Up to {@code count} entries after {@code afterId} (exclusive), for replays. */
+  public List<RawEntry> range(String streamKey, String afterId, int count) {
+    List<Object> reply = commands.xrange(bytes(streamKey), bytes("(" + afterId), bytes("+"), count);
+    List<RawEntry> out = new ArrayList<>(reply.size());
+    for (Object o : reply) {
+      List<?> entry = (List<?>) o;
+      out.add(new RawEntry(streamKey, text(entry.get(0)), fields((List<?>) entry.get(1))));
+    }
+    return out;
+  }
+
+  public boolean exists(String streamKey) {
+    return commands.exists(streamKey);
+  }
+
+  /** The oldest retained entry's ID, or {@code null} when the stream is empty or missing. */
+  public String firstEntryId(String streamKey) {
+    List<Object> reply = commands.xrange(bytes(streamKey), bytes("-"), bytes("+"), 1);
+    return reply.isEmpty() ? null : text(((List<?>) reply.get(0)).get(0));
+  }
+
+  public String lastEntryId(String streamKey) {
+    List<Object> reply = commands.xrevrange(bytes(streamKey), bytes("+"), bytes("-"), 1);
+    return reply.isEmpty() ? null : text(((List<?>) reply.get(0)).get(0));
+  }
+
+  /** The stream's last-generated ID (the top, even when the entries were trimmed away). */
+  public String lastGeneratedId(String streamKey) {
+    return commands.xinfoStream(streamKey).getLastGeneratedId().toString();
+  }
+
+  public long length(String streamKey) {
+    return commands.xlen(streamKey);
+  }
+
+  /** The group's last-delivered ID, or {@code null} when the group does not exist. */
+  public String lastDeliveredId(String streamKey) {
+    if (!commands.exists(streamKey)) {
+      return null;
+    }
+    for (StreamGroupInfo info : commands.xinfoGroups(streamKey)) {
+      if (info.getName().equals(groupName)) {
+        return info.getLastDeliveredId().toString();
+      }
+    }
+    return null;
+  }
+
+  /** {@code [count, more]}: entries after {@code afterId} up to {@code limit}, and whether there are more. */
+  public long[] countAfter(String streamKey, String afterId, int limit) {
+    List<?> reply = (List<?>) commands.eval(COUNT_AFTER, List.of(streamKey), List.of(afterId,
+        Integer.toString(limit)));
+    return new long[] {((Number) reply.get(0)).longValue(), ((Number) reply.get(1)).longValue()};
+  }
+
+  /** Pending summary: total, min ID and pending per consumer. */
+  public record PendingSummary(long total, String minId, Map<String, Long> consumers) {}
+
+  public PendingSummary pendingSummary(String streamKey) {
+    var summary = commands.xpending(streamKey, groupName);
+    Map<String, Long> consumers = summary.getConsumerMessageCount() == null ? Map.of()
+        : new HashMap<>(summary.getConsumerMessageCount());
+    return new PendingSummary(summary.getTotal(),
+        summary.getMinId() == null ? null : summary.getMinId().toString(), consumers);
+  }
+
+  /** Delivery count to number of pending entries, scanning at most {@code limit} entries. */
+  public TreeMap<Long, Long> deliveryHistogram(String streamKey, int limit) {
+    TreeMap<Long, Long> histogram = new TreeMap<>();
+    String start = "-";
+    int seen = 0;
+    while (seen < limit) {
+      int page = Math.min(1000, limit - seen);
+      List<StreamPendingEntry> entries =
+          commands.xpending(streamKey, groupName, XPendingParams.xPendingParams(start, "+", page));
+      for (StreamPendingEntry e : entries) {
+        histogram.merge(e.getDeliveredTimes(), 1L, Long::sum);
+      }
+      seen += entries.size();
+      if (entries.size() < page) {
+        break;
+      }
+      start = "(" + entries.get(entries.size() - 1).getID();
+    }
+    return histogram;
+  }
+
+  /** Pending entries of one consumer (for tests and status): ID to delivery count. */
+  public Map<String, Long> pendingOf(String streamKey, String consumer, int limit) {
+    Map<String, Long> out = new LinkedHashMap<>();
+    for (StreamPendingEntry e : commands.xpending(streamKey, groupName,
+        XPendingParams.xPendingParams("-", "+", limit).consumer(consumer))) {
+      out.put(e.getID().toString(), e.getDeliveredTimes());
+    }
+    return out;
+  }
+
+  private Object eval(String script, String streamKey, String consumer, List<String> rest) {
+    List<String> args = new ArrayList<>(rest.size() + 2);
+    args.add(groupName);
+    args.add(consumer);
+    args.addAll(rest);
+    try {
+      return commands.eval(script, List.of(streamKey), args);
+    } catch (JedisDataException e) {
+      throw translate(e, streamKey);
+    }
+  }
+
+  static RuntimeException translate(JedisDataException e, String where) {
+    String message = e.getMessage();
+    if (message != null && message.contains("NOGROUP")) {
+      return new GroupMissingException("consumer group is missing on " + where + ": " + message, e);
+    }
+    return e;
+  }
+
+  private static List<RawEntry> entries(List<Map.Entry<byte[], List<StreamEntryBinary>>> reply) {
+    if (reply == null) {
+      return List.of();
+    }
+    List<RawEntry> out = new ArrayList<>();
+    for (Map.Entry<byte[], List<StreamEntryBinary>> stream : reply) {
+      String key = text(stream.getKey());
+      for (StreamEntryBinary e : stream.getValue()) {
+        out.add(new RawEntry(key, e.getID().toString(), e.getFields()));
+      }
+    }
+    return out;
+  }
+
+  private static Map<byte[], byte[]> fields(List<?> flat) {
+    if (flat == null) {
+      return null;
+    }
+    Map<byte[], byte[]> out = new LinkedHashMap<>(flat.size());
+    for (int i = 0; i + 1 < flat.size(); i += 2) {
+      out.put((byte[]) flat.get(i), (byte[]) flat.get(i + 1));
+    }
+    return out;
+  }
+
+  static byte[] bytes(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  static String text(Object o) {
+    return o instanceof byte[] b ? new String(b, StandardCharsets.UTF_8) : String.valueOf(o);
+  }
+
+  @Override
+  public void close() {
+    try {
+      readers.close();
+    } finally {
+      commands.close();
+    }
+  }
+}

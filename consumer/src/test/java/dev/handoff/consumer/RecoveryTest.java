@@ -1,0 +1,263 @@
+package dev.handoff.consumer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.handoff.consumer.internal.DefaultStreamConsumer;
+import dev.handoff.consumer.internal.FaultHook;
+import dev.handoff.consumer.testkit.ConsumerTestKit;
+import dev.handoff.outbox.StreamMessage;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.RestartableRedis;
+import dev.handoff.testing.TestEnvironment;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.StreamEntryID;
+import redis.clients.jedis.params.XClaimParams;
+import redis.clients.jedis.params.XReadGroupParams;
+import redis.clients.jedis.resps.StreamPendingEntry;
+
+@HandoffTest
+class RecoveryTest {
+
+  private final TestEnvironment env;
+
+  RecoveryTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  @Test
+  void reclaimsEveryOneOf5000AbandonedEntriesWithCount100ByFollowingTheCursor() {
+    Fixture f = new Fixture(env, "abandoned");
+    f.createGroupAtStart("g");
+    // 1,500 entries at the head of the PEL belong to a live consumer (idle ~0): an XAUTOCLAIM from 0-0 with
+    // COUNT 100 looks at no more than 1,000 entries, finds nothing claimable and returns a cursor. Only a scan that
+    // follows the cursor reaches the 5,000 abandoned entries behind them.
+    f.publishMany(1500);
+    List<StreamMessage> abandoned = f.publishMany(5000);
+    f.redis.xreadGroup("g", "busy", XReadGroupParams.xReadGroupParams().count(1500),
+        Map.of(f.streamKey(), StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY));
+    var ghostRead = f.redis.xreadGroup("g", "ghost", XReadGroupParams.xReadGroupParams().count(5000),
+        Map.of(f.streamKey(), StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY));
+    StreamEntryID[] ghostIds = ghostRead.get(0).getValue().stream().map(e -> e.getID()).toArray(StreamEntryID[]::new);
+    assertThat(ghostIds).hasSize(5000);
+    // the ghost died a minute ago
+    f.redis.xclaimJustId(f.streamKey(), "g", "ghost", 0, XClaimParams.xClaimParams().idle(60_000), ghostIds);
+
+    try (StreamConsumer consumer = f.consumer("g").batchSize(100).minIdle(Duration.ofSeconds(30))
+        .backoff(Duration.ofMillis(50), Duration.ofMillis(100)).build()) {
+      PollResult total = PollResult.EMPTY;
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (f.effectCount("g") < 5000 && System.nanoTime() < deadline) {
+        PollResult r = consumer.pollOnce();
+        assertThat(r.read()).isLessThanOrEqualTo(100);
+        total = total.plus(r);
+      }
+      assertThat(total.reclaimed()).isEqualTo(5000);
+      assertThat(total.handled()).isEqualTo(5000);
+    }
+    assertThat(f.effectCount("g")).isEqualTo(5000);
+    assertThat(f.doubleEffects("g")).isZero();
+    for (StreamMessage m : List.of(abandoned.get(0), abandoned.get(2500), abandoned.get(4999))) {
+      assertThat(f.effectCount("g", m.messageId())).isEqualTo(1);
+    }
+    List<StreamPendingEntry> pending = f.pending("g");
+    assertThat(pending).hasSize(1500).allSatisfy(p -> assertThat(p.getConsumerName()).isEqualTo("busy"));
+  }
+
+  @Test
+  void trimmedPendingEntryIsRecordedAsLostAcknowledgedAndTheOwnReplayEnds() {
+    Fixture f = new Fixture(env, "trimmed");
+    List<StreamMessage> messages = List.of(f.message(), f.message(), f.message());
+    List<String> ids = new ArrayList<>();
+    messages.forEach(m -> ids.add(f.publish(m)));
+    StreamConsumer crashed = f.consumer("g").consumerName("stable").build();
+    ((DefaultStreamConsumer) crashed).faultHook(point -> {
+      if (point == FaultHook.Point.BEFORE_COMMIT) {
+        throw new SimulatedCrash("before commit");
+      }
+    });
+    assertThatThrownBy(crashed::pollOnce).isInstanceOf(SimulatedCrash.class);
+    crashed.close();
+    assertThat(f.pending("g")).hasSize(3);
+    // retention trims the middle entry while it is still pending
+    f.redis.xdel(f.streamKey(), new StreamEntryID(ids.get(1)));
+
+    List<String> lost = new CopyOnWriteArrayList<>();
+    // the process restarts under the same (stable) name and replays its own PEL from 0-0
+    try (StreamConsumer restarted = f.consumer("g").consumerName("stable").listener(new ConsumerListener() {
+      @Override
+      public void lost(String streamKey, String streamId) {
+        lost.add(streamId);
+      }
+    }).build()) {
+      PollResult replay = restarted.pollOnce();
+      assertThat(replay.read()).isEqualTo(3);
+      assertThat(replay.handled()).isEqualTo(2);
+      assertThat(replay.lost()).isEqualTo(1);
+      assertThat(replay.reclaimed()).isZero();
+      assertThat(f.pendingTotal("g")).isZero();
+      assertThat(restarted.pollOnce().read()).isZero(); // the replay loop ended
+      assertThat(lost).containsExactly(ids.get(1));
+      List<DeadLetter> dead = restarted.deadLetters(10);
+      assertThat(dead).hasSize(1);
+      assertThat(dead.get(0).streamId()).isEqualTo(ids.get(1));
+      assertThat(dead.get(0).error()).startsWith("lost: ");
+      assertThat(dead.get(0).messageId()).isNull();
+    }
+    assertThat(f.effectCount("g", messages.get(0).messageId())).isEqualTo(1);
+    assertThat(f.effectCount("g", messages.get(1).messageId())).isZero();
+    assertThat(f.effectCount("g", messages.get(2).messageId())).isEqualTo(1);
+  }
+
+  @Test
+  void trimmedEntryFoundByXautoclaimIsRecordedAsLostWithItsMessageFromTheOutbox() {
+    Fixture f = new Fixture(env, "trimmed-claim");
+    f.createGroupAtStart("g");
+    StreamMessage m = f.message();
+    String id = f.publish(m);
+    // the outbox row the relay published as that entry (same database, same schema)
+    long ms = Long.parseLong(id.substring(0, id.indexOf('-')));
+    long seq = Long.parseLong(id.substring(id.indexOf('-') + 1));
+    env.execute("INSERT INTO outbox (message_id, topic, shard, message_key, type, payload, headers, stream_ms,"
+        + " stream_seq, published_at) VALUES ('" + m.messageId() + "', 'trimmed-claim', 0, 'k', 'test.event',"
+        + " '\\x7b7d', '{}', " + ms + ", " + seq + ", now())");
+    f.redis.xreadGroup("g", "ghost", XReadGroupParams.xReadGroupParams().count(10),
+        Map.of(f.streamKey(), StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY));
+    f.redis.xclaimJustId(f.streamKey(), "g", "ghost", 0, XClaimParams.xClaimParams().idle(60_000),
+        new StreamEntryID(id));
+    // trimmed after the ghost died (an XCLAIM after the XDEL would itself purge it from the PEL)
+    f.redis.xdel(f.streamKey(), new StreamEntryID(id));
+    try (StreamConsumer consumer = f.consumer("g").build()) {
+      PollResult r = consumer.pollOnce();
+      assertThat(r.lost()).isEqualTo(1);
+      assertThat(f.pendingTotal("g")).isZero();
+      DeadLetter d = consumer.deadLetters(1).get(0);
+      assertThat(d.messageId()).isEqualTo(m.messageId());
+      assertThat(d.error()).startsWith("lost: ").contains("recovered from the outbox");
+      assertThat(d.retryable()).isTrue();
+      assertThat(consumer.retry(d.id())).isTrue();
+    }
+    assertThat(f.effectCount("g", m.messageId())).isEqualTo(1);
+  }
+
+  @Test
+  void handlerRunningThreeTimesMinIdleIsNotStolenThanksToLeaseRenewal() throws Exception {
+    Fixture f = new Fixture(env, "lease");
+    StreamMessage slow = f.message();
+    Duration minIdle = Duration.ofMillis(600);
+    CountDownLatch slowStarted = new CountDownLatch(1);
+    AtomicInteger slowRuns = new AtomicInteger();
+    AtomicInteger claimedByOther = new AtomicInteger();
+    MessageHandler effect = f.effect("g", null);
+    MessageHandler handler = (tx, m) -> {
+      if (m.messageId().equals(slow.messageId())) {
+        slowRuns.incrementAndGet();
+        slowStarted.countDown();
+        Thread.sleep(minIdle.toMillis() * 3);
+      }
+      effect.handle(tx, m);
+    };
+    try (StreamConsumer owner = f.consumer("g").consumerName("owner").minIdle(minIdle)
+            .leaseRenewInterval(Duration.ofMillis(150)).backoff(Duration.ofMillis(50), Duration.ofMillis(100))
+            .handler(handler).build();
+        StreamConsumer other = f.consumer("g").consumerName("other").minIdle(minIdle)
+            .leaseRenewInterval(Duration.ofMillis(150)).backoff(Duration.ofMillis(50), Duration.ofMillis(100))
+            .reclaimInterval(Duration.ofMillis(20)).handler(handler)
+            .listener(new ConsumerListener() {
+              @Override
+              public void reclaimed(String streamKey, int count) {
+                claimedByOther.addAndGet(count);
+              }
+            }).build()) {
+      f.createGroupAtStart("g");
+      f.publish(slow);
+      owner.start();
+      assertThat(slowStarted.await(5, TimeUnit.SECONDS)).isTrue();
+      other.start();
+      long end = System.nanoTime() + minIdle.multipliedBy(3).toNanos();
+      while (System.nanoTime() < end) {
+        List<StreamPendingEntry> pending = f.pending("g");
+        if (!pending.isEmpty()) {
+          assertThat(pending.get(0).getConsumerName()).isEqualTo("owner-0");
+          assertThat(pending.get(0).getIdleTime()).isLessThan(minIdle.toMillis());
+          assertThat(pending.get(0).getDeliveredTimes()).isEqualTo(1);
+        }
+        Thread.sleep(25);
+      }
+      ConsumerTestKit.awaitDrained(owner, Duration.ofSeconds(10));
+    }
+    assertThat(slowRuns).hasValue(1);
+    assertThat(claimedByOther).hasValue(0);
+    assertThat(f.effectCount("g", slow.messageId())).isEqualTo(1);
+  }
+
+  @Test
+  void privateRedisRestartedWithoutPersistenceRecreatesTheGroupFromTheBeginning() {
+    RestartableRedis server = env.privateRedis();
+    RedisClient redis = env.newRedisClient(server.uri());
+    Fixture f = new Fixture(env, "restart", redis, server.uri());
+    List<StreamMessage> first = new ArrayList<>();
+    for (int i = 1; i <= 10; i++) {
+      StreamMessage m = f.message();
+      first.add(m);
+      f.publish(m, "1000-" + i, 0);
+    }
+    List<String> recreated = new CopyOnWriteArrayList<>();
+    try (StreamConsumer consumer = f.consumer("rg").minIdle(Duration.ofSeconds(1))
+        .listener(new ConsumerListener() {
+          @Override
+          public void groupRecreated(String streamKey) {
+            recreated.add(streamKey);
+          }
+        }).build()) {
+      consumer.start();
+      ConsumerTestKit.awaitDrained(consumer, Duration.ofSeconds(10));
+      assertThat(f.effectCount("rg")).isEqualTo(10);
+
+      server.restart(); // streams, groups and scripts are gone
+
+      // the relay re-publishes what it had published (same IDs), then new messages follow
+      List<StreamMessage> next = new ArrayList<>();
+      ConsumerTestKit.await("Redis is back", Duration.ofSeconds(10), () -> {
+        try {
+          return "PONG".equals(redis.ping());
+        } catch (RuntimeException e) {
+          return false;
+        }
+      });
+      for (int i = 1; i <= 10; i++) {
+        f.publish(first.get(i - 1), "1000-" + i, 0);
+      }
+      for (int i = 11; i <= 15; i++) {
+        StreamMessage m = f.message();
+        next.add(m);
+        f.publish(m, "1000-" + i, 0);
+      }
+      ConsumerTestKit.await("all 15 messages have their effect", Duration.ofSeconds(20),
+          () -> f.effectCount("rg") >= 15 && consumer.status().drained());
+      assertThat(recreated).containsExactly(f.streamKey());
+      for (StreamMessage m : next) {
+        assertThat(f.effectCount("rg", m.messageId())).isEqualTo(1);
+      }
+      assertThat(consumer.status().duplicatesSkipped()).isEqualTo(10);
+    }
+    assertThat(f.effectCount("rg")).isEqualTo(15);
+    assertThat(f.doubleEffects("rg")).isZero();
+    assertThat(f.inboxCount("rg")).isEqualTo(15);
+  }
+
+  static String text(byte[] b) {
+    return new String(b, StandardCharsets.UTF_8);
+  }
+}
