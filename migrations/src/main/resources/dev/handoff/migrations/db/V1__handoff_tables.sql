@@ -13,7 +13,7 @@ CREATE TABLE outbox (
     payload       bytea        NOT NULL,
     headers       jsonb        NOT NULL DEFAULT '{}'::jsonb,
     created_at    timestamptz  NOT NULL DEFAULT now(),
-    -- The Redis stream entry ID (ms-seq) assigned by the relay before it publishes; NULL until assigned.
+    -- The Redis stream entry ID (ms-seq) of the published entry; NULL until published.
     stream_ms     bigint,
     stream_seq    bigint,
     published_at  timestamptz,
@@ -40,6 +40,11 @@ CREATE TABLE relay_lease (
     -- Highest stream ID ever assigned for this stream.
     last_ms        bigint       NOT NULL DEFAULT 0,
     last_seq       bigint       NOT NULL DEFAULT 0,
+    -- The batch assigned and not yet confirmed in the stream: outbox ids in stream order, the i-th (from 0) has
+    -- stream ID batch_ms-(batch_seq + i). Kept here, not on the rows, so assigning a batch writes one row.
+    batch_ids      bigint[],
+    batch_ms       bigint,
+    batch_seq      bigint,
     -- Every consumer group had finished every entry below this ID when it was recorded (the trim point).
     watermark_ms   bigint       NOT NULL DEFAULT 0,
     watermark_seq  bigint       NOT NULL DEFAULT 0,

@@ -8,7 +8,6 @@ import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
-import dev.handoff.outbox.internal.OutboxQueries.Assignment;
 import dev.handoff.outbox.internal.RedisStreams.EntryStatus;
 import dev.handoff.outbox.internal.RedisStreams.PublishResult;
 import java.sql.Connection;
@@ -394,15 +393,16 @@ public final class DefaultRelay implements Relay {
         if (assignedOnly || !owned.containsKey(o.id) || o.checkAssigned) {
           continue;
         }
-        Assignment a = outbox.assign(c, o.id, config.owner(), o.epoch, o.batchSize);
-        if (!a.owned()) {
+        OutboxQueries.Batch batch =
+            outbox.assign(c, o.id, config.owner(), o.epoch, o.batchSize, config.maxBatchBytes());
+        if (!batch.exists()) {
           lost(o, "its lease expired or was taken over before it could assign");
           continue;
         }
-        assigned += a.rows().size();
-        adaptBatchSize(o, a.rows().size());
-        if (!a.rows().isEmpty()) {
-          PublishOutcome p = send(c, o, a.rows());
+        assigned += batch.rows().size();
+        adaptBatchSize(o, batch.rows().size());
+        if (!batch.rows().isEmpty()) {
+          PublishOutcome p = send(c, o, batch.rows(), true);
           published += p.published;
           republished += p.republished;
         }
@@ -421,24 +421,47 @@ public final class DefaultRelay implements Relay {
 
   private record PublishOutcome(int published, long republished) {}
 
-  /** Sends one batch of rows that already have stream IDs; clears {@code checkAssigned} when none are left. */
+  /**
+   * Sends a page of rows that keep their stream IDs after Redis lost data, else the pending batch recorded in the
+   * lease (after a crash or a takeover); clears {@code checkAssigned} when there is neither.
+   */
   private PublishOutcome publishAssigned(Connection c, Owned o) throws SQLException {
+    // Re-published rows first: their IDs are below any pending batch's, and Redis only accepts rising IDs.
     List<OutboxRow> rows = outbox.assigned(c, o.id, config.maxBatchSize());
-    if (rows.isEmpty()) {
-      o.checkAssigned = false;
-      return new PublishOutcome(0, 0);
+    if (!rows.isEmpty()) {
+      return send(c, o, rows, false);
     }
-    return send(c, o, rows);
+    OutboxQueries.Batch pending = outbox.pendingBatch(c, o.id);
+    if (pending.exists()) {
+      return send(c, o, pending.rows(), true);
+    }
+    o.checkAssigned = false;
+    return new PublishOutcome(0, 0);
   }
 
-  private PublishOutcome send(Connection c, Owned o, List<OutboxRow> rows) throws SQLException {
+  /**
+   * Writes rows with their stream IDs to Redis and records the outcome. A pending batch ({@code endsBatch}) goes in
+   * one call, as it was sized to, and recording it clears the batch; other rows go in calls of at most
+   * {@code maxBatchBytes}.
+   */
+  private PublishOutcome send(Connection c, Owned o, List<OutboxRow> rows, boolean endsBatch) throws SQLException {
+    if (rows.isEmpty()) {
+      if (endsBatch) {
+        // Every row of the batch was published by someone else already: only forget the batch.
+        if (outbox.markPublished(c, o.id, config.owner(), o.epoch, List.of(), o.confirmedAdded, true) < 0) {
+          lost(o, "its lease was taken over");
+        }
+      }
+      return new PublishOutcome(0, 0);
+    }
     int published = 0;
     long republished = 0;
     int from = 0;
     while (from < rows.size() && owned.containsKey(o.id)) {
       int to = from;
       long bytes = 0;
-      while (to < rows.size() && (to == from || bytes + rows.get(to).payload().length <= config.maxBatchBytes())) {
+      while (to < rows.size()
+          && (endsBatch || to == from || bytes + rows.get(to).payload().length <= config.maxBatchBytes())) {
         bytes += rows.get(to).payload().length;
         to++;
       }
@@ -451,29 +474,28 @@ public final class DefaultRelay implements Relay {
         break;
       }
       faults.afterStreamWrite(o.id, chunk.size());
-      published += confirm(c, o, chunk, result);
+      published += confirm(c, o, chunk, result, endsBatch);
     }
     return new PublishOutcome(published, republished);
   }
 
   /** Marks what Redis holds as published, and re-queues what it refused without holding. */
-  private int confirm(Connection c, Owned o, List<OutboxRow> chunk, PublishResult result) throws SQLException {
-    long[] present = new long[chunk.size()];
-    int presentCount = 0;
+  private int confirm(Connection c, Owned o, List<OutboxRow> chunk, PublishResult result, boolean endsBatch)
+      throws SQLException {
+    List<OutboxRow> present = new ArrayList<>(chunk.size());
     List<OutboxRow> refused = new ArrayList<>();
     long oldestCreated = Long.MAX_VALUE;
     for (int i = 0; i < chunk.size(); i++) {
       OutboxRow row = chunk.get(i);
       EntryStatus status = result.statuses().get(i);
       if (status == EntryStatus.ADDED || status == EntryStatus.ALREADY_PRESENT) {
-        present[presentCount++] = row.id();
+        present.add(row);
         oldestCreated = Math.min(oldestCreated, row.createdAt().toEpochMilli());
       } else {
         refused.add(row);
       }
     }
-    int marked = outbox.markPublished(c, o.id, config.owner(), o.epoch,
-        java.util.Arrays.copyOf(present, presentCount), result.entriesAdded());
+    int marked = outbox.markPublished(c, o.id, config.owner(), o.epoch, present, result.entriesAdded(), endsBatch);
     if (marked < 0) {
       lost(o, "its lease was taken over while it published (the entries it added are in the stream and count)");
       return 0;

@@ -6,17 +6,24 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 
-/** The relay's SQL on the {@code outbox} table. Every write is fenced by the lease epoch. */
+/**
+ * The relay's SQL on the {@code outbox} table and the batch it keeps in {@code relay_lease}. Every write is fenced
+ * by the lease epoch.
+ *
+ * <p>A row goes through: unassigned (no stream ID) → member of the shard's pending batch, whose stream IDs are
+ * recorded in the lease row before anything is sent → published (its stream ID and publication time on the row).
+ * After Redis lost data, published rows above the watermark become unpublished again while keeping their stream
+ * IDs ("assigned"), and are sent again with those IDs.
+ */
 final class OutboxQueries {
 
-  private static final String ROW_COLUMNS =
-      "id, message_id, message_key, type, payload, headers::text, created_at, stream_ms, stream_seq";
-
   private final String assign;
+  private final String pendingBatch;
   private final String assigned;
   private final String markPublished;
   private final String unassign;
@@ -27,41 +34,50 @@ final class OutboxQueries {
     String outbox = schema + ".outbox";
     String lease = schema + ".relay_lease";
     String fence = "SELECT 1 FROM " + lease + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ?";
-    // One statement, one round trip: check the lease (and lock it, so a takeover waits for this to commit), take
-    // the next unassigned rows in id order, give them consecutive stream IDs above the last one assigned, and move
-    // the lease's last assigned ID forward.
+    // One statement, one round trip: check the lease (and lock its row, so that a takeover waits for this to
+    // commit), take the next unassigned rows in id order up to a count and a payload size, and record them as the
+    // pending batch with consecutive stream IDs above the last one assigned. The rows themselves are not written.
     assign = "WITH lease AS ("
-        + " SELECT last_ms, last_seq,"
+        + " SELECT last_ms, last_seq, batch_ids IS NOT NULL AS busy,"
         + " GREATEST(last_ms, (extract(epoch FROM clock_timestamp()) * 1000)::bigint) AS ms"
         + " FROM " + lease
         + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? AND expires_at > clock_timestamp()"
         + " FOR UPDATE),"
-        + " picked AS ("
-        + " SELECT p.id, row_number() OVER (ORDER BY p.id) AS rn FROM ("
-        + " SELECT id FROM " + outbox
+        + " base AS (SELECT ms, CASE WHEN ms = last_ms THEN last_seq ELSE -1 END AS seq FROM lease WHERE NOT busy),"
+        + " candidates AS ("
+        + " SELECT o.id, o.message_id, o.message_key, o.type, o.payload, o.headers::text AS headers, o.created_at,"
+        + " sum(octet_length(o.payload)) OVER (ORDER BY o.id) - octet_length(o.payload) AS bytes_before"
+        + " FROM (SELECT * FROM " + outbox
         + " WHERE topic = ? AND shard = ? AND published_at IS NULL AND stream_ms IS NULL"
-        + " ORDER BY id LIMIT ?) p"
-        + " WHERE EXISTS (SELECT 1 FROM lease)),"
-        + " base AS (SELECT ms, CASE WHEN ms = last_ms THEN last_seq ELSE -1 END AS seq FROM lease),"
-        + " done AS ("
-        + " UPDATE " + outbox + " o SET stream_ms = base.ms, stream_seq = base.seq + picked.rn"
-        + " FROM picked, base WHERE o.id = picked.id"
-        + " RETURNING o.id, o.message_id, o.message_key, o.type, o.payload, o.headers::text AS headers,"
-        + " o.created_at, o.stream_ms, o.stream_seq),"
+        + " AND EXISTS (SELECT 1 FROM base) ORDER BY id LIMIT ?) o),"
+        + " picked AS (SELECT *, row_number() OVER (ORDER BY id) AS rn FROM candidates WHERE bytes_before < ?),"
         + " moved AS ("
         + " UPDATE " + lease + " l SET last_ms = base.ms, last_seq = base.seq + (SELECT count(*) FROM picked),"
+        + " batch_ids = (SELECT array_agg(id ORDER BY id) FROM picked), batch_ms = base.ms, batch_seq = base.seq + 1,"
         + " updated_at = now()"
         + " FROM base WHERE l.topic = ? AND l.shard = ? AND EXISTS (SELECT 1 FROM picked))"
-        + " SELECT (SELECT count(*) FROM lease) AS owned, done.* FROM (SELECT 1) one"
-        + " LEFT JOIN done ON true ORDER BY done.stream_seq";
-    assigned = "SELECT " + ROW_COLUMNS + " FROM " + outbox
+        + " SELECT (SELECT count(*) FROM lease) AS owned, p.id, p.message_id, p.message_key, p.type, p.payload,"
+        + " p.headers, p.created_at, b.ms, b.seq + p.rn"
+        + " FROM (SELECT 1) one LEFT JOIN (picked p CROSS JOIN base b) ON true ORDER BY p.id";
+    pendingBatch = "SELECT l.batch_ids IS NOT NULL, o.id, o.message_id, o.message_key, o.type, o.payload,"
+        + " o.headers::text, o.created_at, l.batch_ms, l.batch_seq + b.ord - 1"
+        + " FROM " + lease + " l"
+        + " LEFT JOIN LATERAL unnest(l.batch_ids) WITH ORDINALITY AS b(id, ord) ON true"
+        + " LEFT JOIN " + outbox + " o ON o.id = b.id AND o.published_at IS NULL"
+        + " WHERE l.topic = ? AND l.shard = ? ORDER BY b.ord";
+    assigned = "SELECT true, id, message_id, message_key, type, payload, headers::text, created_at, stream_ms,"
+        + " stream_seq FROM " + outbox
         + " WHERE topic = ? AND shard = ? AND published_at IS NULL AND stream_ms IS NOT NULL"
         + " ORDER BY stream_ms, stream_seq LIMIT ?";
     markPublished = "WITH lease AS ("
-        + " UPDATE " + lease + " SET entries_added = GREATEST(entries_added, ?), updated_at = now()"
-        + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? RETURNING 1)"
-        + " , done AS (UPDATE " + outbox + " SET published_at = now()"
-        + " WHERE id = ANY(?) AND published_at IS NULL AND EXISTS (SELECT 1 FROM lease) RETURNING 1)"
+        + " UPDATE " + lease + " SET entries_added = GREATEST(entries_added, ?),"
+        + " batch_ids = CASE WHEN ? THEN NULL ELSE batch_ids END,"
+        + " batch_ms = CASE WHEN ? THEN NULL ELSE batch_ms END,"
+        + " batch_seq = CASE WHEN ? THEN NULL ELSE batch_seq END, updated_at = now()"
+        + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? RETURNING 1),"
+        + " done AS (UPDATE " + outbox + " o SET published_at = now(), stream_ms = u.ms, stream_seq = u.seq"
+        + " FROM unnest(?::bigint[], ?::bigint[], ?::bigint[]) AS u(id, ms, seq)"
+        + " WHERE o.id = u.id AND o.published_at IS NULL AND EXISTS (SELECT 1 FROM lease) RETURNING 1)"
         + " SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM done)";
     unassign = "UPDATE " + outbox + " SET stream_ms = NULL, stream_seq = NULL"
         + " WHERE id = ANY(?) AND published_at IS NULL AND EXISTS (" + fence + ")";
@@ -79,10 +95,12 @@ final class OutboxQueries {
         + " ORDER BY id LIMIT ?)";
   }
 
-  /** The outcome of {@link #assign}: whether the lease still held, and the rows that got IDs. */
-  record Assignment(boolean owned, List<OutboxRow> rows) {}
+  /** Rows on their way to the stream; {@code exists} says whether the lease row recorded a pending batch. */
+  record Batch(boolean exists, List<OutboxRow> rows) {}
 
-  Assignment assign(Connection c, ShardId shard, String owner, long epoch, int limit) throws SQLException {
+  /** Records the next batch; {@code exists} false means the lease no longer holds (or a batch is pending). */
+  Batch assign(Connection c, ShardId shard, String owner, long epoch, int limit, int maxBytes)
+      throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(assign)) {
       ps.setString(1, shard.topic());
       ps.setInt(2, shard.shard());
@@ -91,48 +109,59 @@ final class OutboxQueries {
       ps.setString(5, shard.topic());
       ps.setInt(6, shard.shard());
       ps.setInt(7, limit);
-      ps.setString(8, shard.topic());
-      ps.setInt(9, shard.shard());
-      List<OutboxRow> rows = new ArrayList<>();
-      boolean owned = false;
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          owned = rs.getLong("owned") > 0;
-          if (rs.getObject("id") != null) {
-            rows.add(row(rs, shard.topic(), 2));
-          }
-        }
-      }
-      return new Assignment(owned, rows);
+      ps.setLong(8, maxBytes);
+      ps.setString(9, shard.topic());
+      ps.setInt(10, shard.shard());
+      return read(ps, shard.topic());
     }
   }
 
-  /** Rows with a stream ID but not yet confirmed in the stream, in stream ID order. */
+  /** The shard's pending batch, without rows that are published already. */
+  Batch pendingBatch(Connection c, ShardId shard) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(pendingBatch)) {
+      ps.setString(1, shard.topic());
+      ps.setInt(2, shard.shard());
+      return read(ps, shard.topic());
+    }
+  }
+
+  /** Unpublished rows that keep a stream ID (re-published after Redis lost data), in stream ID order. */
   List<OutboxRow> assigned(Connection c, ShardId shard, int limit) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(assigned)) {
       ps.setString(1, shard.topic());
       ps.setInt(2, shard.shard());
       ps.setInt(3, limit);
-      List<OutboxRow> rows = new ArrayList<>();
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          rows.add(row(rs, shard.topic(), 1));
-        }
-      }
-      return rows;
+      return read(ps, shard.topic()).rows();
     }
   }
 
-  /** Marks rows published and records Redis's count of added entries; -1 when the lease was lost. */
-  int markPublished(Connection c, ShardId shard, String owner, long epoch, long[] ids, long entriesAdded)
-      throws SQLException {
+  /**
+   * Marks rows published with their stream IDs, records Redis's count of added entries and, when {@code endsBatch},
+   * clears the pending batch; all fenced by the epoch. Returns the rows marked, or -1 when the lease was lost.
+   */
+  int markPublished(Connection c, ShardId shard, String owner, long epoch, List<OutboxRow> rows,
+      long entriesAdded, boolean endsBatch) throws SQLException {
+    Long[] ids = new Long[rows.size()];
+    Long[] ms = new Long[rows.size()];
+    Long[] seq = new Long[rows.size()];
+    for (int i = 0; i < ids.length; i++) {
+      OutboxRow row = rows.get(i);
+      ids[i] = row.id();
+      ms[i] = row.streamId().ms();
+      seq[i] = row.streamId().seq();
+    }
     try (PreparedStatement ps = c.prepareStatement(markPublished)) {
       ps.setLong(1, entriesAdded);
-      ps.setString(2, shard.topic());
-      ps.setInt(3, shard.shard());
-      ps.setString(4, owner);
-      ps.setLong(5, epoch);
-      ps.setArray(6, c.createArrayOf("bigint", box(ids)));
+      ps.setBoolean(2, endsBatch);
+      ps.setBoolean(3, endsBatch);
+      ps.setBoolean(4, endsBatch);
+      ps.setString(5, shard.topic());
+      ps.setInt(6, shard.shard());
+      ps.setString(7, owner);
+      ps.setLong(8, epoch);
+      ps.setArray(9, c.createArrayOf("bigint", ids));
+      ps.setArray(10, c.createArrayOf("bigint", ms));
+      ps.setArray(11, c.createArrayOf("bigint", seq));
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return rs.getLong(1) == 0 ? -1 : rs.getInt(2);
@@ -140,9 +169,14 @@ final class OutboxQueries {
     }
   }
 
+  /** Forgets the stream IDs of rows that Redis refused without holding them, so they get fresh ones. */
   int unassign(Connection c, ShardId shard, String owner, long epoch, long[] ids) throws SQLException {
+    Long[] boxed = new Long[ids.length];
+    for (int i = 0; i < ids.length; i++) {
+      boxed[i] = ids[i];
+    }
     try (PreparedStatement ps = c.prepareStatement(unassign)) {
-      ps.setArray(1, c.createArrayOf("bigint", box(ids)));
+      ps.setArray(1, c.createArrayOf("bigint", boxed));
       ps.setString(2, shard.topic());
       ps.setInt(3, shard.shard());
       ps.setString(4, owner);
@@ -172,25 +206,27 @@ final class OutboxQueries {
     }
   }
 
-  private static OutboxRow row(ResultSet rs, String topic, int first) throws SQLException {
-    java.time.OffsetDateTime created = rs.getObject(first + 6, java.time.OffsetDateTime.class);
-    return new OutboxRow(
-        rs.getLong(first),
-        rs.getObject(first + 1, UUID.class),
-        topic,
-        rs.getString(first + 2),
-        rs.getString(first + 3),
-        rs.getBytes(first + 4),
-        rs.getString(first + 5),
-        created.toInstant(),
-        new StreamId(rs.getLong(first + 7), rs.getLong(first + 8)));
-  }
-
-  private static Long[] box(long[] ids) {
-    Long[] boxed = new Long[ids.length];
-    for (int i = 0; i < ids.length; i++) {
-      boxed[i] = ids[i];
+  /** Reads (flag, id, message_id, key, type, payload, headers, created_at, stream ms, stream seq) rows. */
+  private static Batch read(PreparedStatement ps, String topic) throws SQLException {
+    List<OutboxRow> rows = new ArrayList<>();
+    boolean exists = false;
+    try (ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        exists = rs.getObject(1) instanceof Boolean b ? b : rs.getLong(1) > 0;
+        if (rs.getObject(2) != null) {
+          rows.add(new OutboxRow(
+              rs.getLong(2),
+              rs.getObject(3, UUID.class),
+              topic,
+              rs.getString(4),
+              rs.getString(5),
+              rs.getBytes(6),
+              rs.getString(7),
+              rs.getObject(8, OffsetDateTime.class).toInstant(),
+              new StreamId(rs.getLong(9), rs.getLong(10))));
+        }
+      }
     }
-    return boxed;
+    return new Batch(exists, rows);
   }
 }

@@ -58,8 +58,8 @@ class RelayProcessTest {
     assertThat(relay.waitFor(15, TimeUnit.SECONDS)).as("exits within the drain deadline").isTrue();
     assertThat(relay.exitValue()).isZero();
     assertThat(Duration.ofNanos(System.nanoTime() - signalledAt)).isLessThan(Duration.ofSeconds(12));
-    assertThat(env.queryLong("select count(*) from outbox where stream_ms is not null and published_at is null"))
-        .as("assigned but unpublished rows after a clean stop").isZero();
+    assertThat(env.queryLong("select count(*) from relay_lease where batch_ids is not null"))
+        .as("batches assigned but not published after a clean stop").isZero();
     assertThat(env.queryLong("select count(*) from relay_lease where owner is not null")).as("lease released")
         .isZero();
 
