@@ -423,15 +423,26 @@ public final class DefaultListConsumer implements ListConsumer {
             break;
           }
           log.warn("List consumer {}: Redis unavailable ({}); retrying", name, e.toString());
+          forgetHeld();
           pause(errors++);
         } catch (RuntimeException e) {
           if (halted) {
             break;
           }
           log.error("List consumer {}: unexpected failure; retrying", name, e);
+          forgetHeld();
           pause(errors++);
         }
       }
+    }
+
+    /**
+     * After a failure mid-step nothing is known about what the processing lists hold (taken but not acknowledged,
+     * say): read them again, as after a restart, rather than leave elements there that no one would ever handle.
+     */
+    private void forgetHeld() {
+      held.clear();
+      ownReplayed = false;
     }
 
     private void pause(int failures) {
