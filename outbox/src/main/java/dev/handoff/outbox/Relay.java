@@ -22,6 +22,11 @@ import redis.clients.jedis.UnifiedJedis;
  * transactions never exist. Streams are trimmed only below what every consumer group has finished, and published
  * rows are deleted after {@code outboxRetention}.
  *
+ * <p>With {@link RelayBuilder#listTransport(int)} the relay writes one Redis list per shard instead, under the same
+ * leases, fencing and pending batches: a Lua script RPUSHes the rows in order, skipping every row at or below the
+ * last ID it pushed (kept beside the list, in the same hash slot), and stops at the capacity (list plus consumers'
+ * processing lists); rows not pushed stay in the outbox. See {@link Transport#LIST} and {@link ListFormat}.
+ *
  * <p>Several relays may run against one database: they split the shards between them and take over the shards of
  * a relay that stops renewing its leases. Instances are thread-safe.
  */

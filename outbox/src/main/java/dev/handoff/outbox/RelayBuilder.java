@@ -28,6 +28,8 @@ public final class RelayBuilder {
   public static final Duration DEFAULT_MAINTENANCE_INTERVAL = Duration.ofSeconds(30);
   public static final int DEFAULT_TRIM_LIMIT = 10_000;
   public static final Duration DEFAULT_DRAIN_TIMEOUT = Duration.ofSeconds(10);
+  /** With the list transport: elements a shard's list and processing lists hold at most, by default. */
+  public static final int DEFAULT_LIST_CAPACITY = 10_000;
 
   private final DataSource dataSource;
   private final UnifiedJedis redis;
@@ -47,6 +49,8 @@ public final class RelayBuilder {
   private Duration drainTimeout = DEFAULT_DRAIN_TIMEOUT;
   private RelayListener listener = RelayListener.NOOP;
   private Clock clock = Clock.systemUTC();
+  private Transport transport = Transport.STREAM;
+  private int listCapacity = DEFAULT_LIST_CAPACITY;
 
   RelayBuilder(DataSource dataSource, UnifiedJedis redis) {
     this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -150,6 +154,27 @@ public final class RelayBuilder {
   }
 
   /**
+   * Where the relay hands rows to: one Redis stream per shard ({@link Transport#STREAM}) or one Redis list per shard
+   * used as a reliable queue ({@link Transport#LIST}, consumed by {@code ListConsumer}). Same leases, fencing and
+   * exactly-once hand-off either way. Defaults to streams.
+   */
+  public RelayBuilder transport(Transport transport) {
+    this.transport = Objects.requireNonNull(transport, "transport");
+    return this;
+  }
+
+  /**
+   * Publishes to Redis lists, bounded at {@code capacity} elements per shard: waiting in the list plus taken by
+   * consumers and not finished (in their processing lists). At the bound the relay stops pushing and the backlog
+   * stays in the outbox, where the producers' {@link CapacityPolicy} sees it. Defaults to 10,000.
+   */
+  public RelayBuilder listTransport(int capacity) {
+    this.transport = Transport.LIST;
+    this.listCapacity = capacity;
+    return this;
+  }
+
+  /**
    * Validates the settings and builds the relay (not started).
    *
    * @throws IllegalArgumentException naming the first invalid setting
@@ -157,7 +182,7 @@ public final class RelayBuilder {
   public Relay build() {
     RelayConfig config = new RelayConfig(schema, keyPrefix, topics, owner != null ? owner : defaultOwner(),
         leaseTtl, minBatchSize, maxBatchSize, maxBatchBytes, idlePollInterval, outboxRetention,
-        retentionBatchSize, maintenanceInterval, trimLimit, drainTimeout, listener, clock);
+        retentionBatchSize, maintenanceInterval, trimLimit, drainTimeout, listener, clock, transport, listCapacity);
     return new DefaultRelay(dataSource, redis, config);
   }
 

@@ -11,7 +11,8 @@ import java.util.Objects;
  * defaults.
  *
  * @param schema the schema holding handoff's tables
- * @param keyPrefix the prefix of every Redis key (streams are {@code <prefix>:{<topic>:<shard>}})
+ * @param keyPrefix the prefix of every Redis key (streams are {@code <prefix>:{<topic>:<shard>}}, lists
+ *     {@code <prefix>:{<topic>:<shard>}:list})
  * @param topics the topics this relay publishes, with their shard counts
  * @param owner this relay's name in leases; unique per live process
  * @param leaseTtl how long a lease lasts without renewal; a dead relay's shards are taken over after this
@@ -26,6 +27,9 @@ import java.util.Objects;
  * @param drainTimeout how long {@link Relay#close()} waits for assigned rows to be published
  * @param listener callbacks for metrics
  * @param clock the source of time for intervals the relay schedules itself (leases use the database clock)
+ * @param transport streams (the default) or lists; see {@link Transport}
+ * @param listCapacity with {@link Transport#LIST}: the most elements a shard's list and its consumers' processing
+ *     lists hold together; the relay stops pushing there and the outbox holds the rest
  */
 public record RelayConfig(
     String schema,
@@ -43,7 +47,9 @@ public record RelayConfig(
     int trimLimit,
     Duration drainTimeout,
     RelayListener listener,
-    Clock clock) {
+    Clock clock,
+    Transport transport,
+    int listCapacity) {
 
   public RelayConfig {
     SchemaNames.requireValid(schema);
@@ -81,6 +87,10 @@ public record RelayConfig(
     OutboxConfig.requirePositive("drainTimeout", drainTimeout);
     Objects.requireNonNull(listener, "listener");
     Objects.requireNonNull(clock, "clock");
+    Objects.requireNonNull(transport, "transport");
+    if (listCapacity < 1) {
+      throw new IllegalArgumentException("listCapacity must be positive, was " + listCapacity);
+    }
   }
 
   /** Every shard of every configured topic, in topic and shard order. */

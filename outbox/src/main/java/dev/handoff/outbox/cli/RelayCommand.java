@@ -5,6 +5,7 @@ import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.Transport;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -29,7 +30,7 @@ import sun.misc.Signal;
  * lease TTL and nothing is lost or added twice.
  */
 @Command(name = "handoff-relay", mixinStandardHelpOptions = true, sortOptions = false,
-    description = "Publishes committed outbox rows to Redis Streams, exactly once per row.")
+    description = "Publishes committed outbox rows to Redis Streams (or lists), exactly once per row.")
 public final class RelayCommand implements Callable<Integer> {
 
   @Option(names = "--jdbc-url", defaultValue = "${env:HANDOFF_JDBC_URL}",
@@ -56,6 +57,14 @@ public final class RelayCommand implements Callable<Integer> {
   @Option(names = "--drain-timeout", defaultValue = "PT10S",
       description = "how long SIGTERM waits for assigned rows to be published (${DEFAULT-VALUE})")
   Duration drainTimeout;
+
+  @Option(names = "--transport", defaultValue = "${env:HANDOFF_TRANSPORT:-stream}",
+      description = "stream or list (env HANDOFF_TRANSPORT; default ${DEFAULT-VALUE})")
+  String transport;
+
+  @Option(names = "--list-capacity", defaultValue = "10000",
+      description = "with --transport list: elements per shard waiting or in processing at most (${DEFAULT-VALUE})")
+  int listCapacity;
 
   @Option(names = "--migrate", description = "apply handoff's migrations before starting")
   boolean migrate;
@@ -105,6 +114,9 @@ public final class RelayCommand implements Callable<Integer> {
           .keyPrefix(keyPrefix)
           .leaseTtl(leaseTtl)
           .drainTimeout(drainTimeout);
+      if (Transport.valueOf(transport.trim().toUpperCase(java.util.Locale.ROOT)) == Transport.LIST) {
+        builder.listTransport(listCapacity);
+      }
       topicConfigs.forEach(builder::topic);
       Relay relay = builder.build();
       relay.start();

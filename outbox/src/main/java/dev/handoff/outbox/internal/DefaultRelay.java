@@ -6,10 +6,10 @@ import dev.handoff.outbox.RelayException;
 import dev.handoff.outbox.RelayCycle;
 import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
-import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
-import dev.handoff.outbox.internal.RedisStreams.EntryStatus;
-import dev.handoff.outbox.internal.RedisStreams.PublishResult;
+import dev.handoff.outbox.Transport;
+import dev.handoff.outbox.internal.RedisTransport.EntryStatus;
+import dev.handoff.outbox.internal.RedisTransport.PublishResult;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -48,10 +48,10 @@ public final class DefaultRelay implements Relay {
     int batchSize;
     boolean checkAssigned = true;
 
-    Owned(ShardId id, String keyPrefix, long epoch, long confirmedAdded, int batchSize) {
+    Owned(ShardId id, String streamKey, String relayKey, long epoch, long confirmedAdded, int batchSize) {
       this.id = id;
-      this.streamKey = StreamFormat.streamKey(keyPrefix, id.topic(), id.shard());
-      this.relayKey = streamKey + ":relay";
+      this.streamKey = streamKey;
+      this.relayKey = relayKey;
       this.epoch = epoch;
       this.confirmedAdded = confirmedAdded;
       this.batchSize = batchSize;
@@ -61,7 +61,8 @@ public final class DefaultRelay implements Relay {
   private final DataSource dataSource;
   private final RelayConfig config;
   private final RelayListener listener;
-  private final RedisStreams streams;
+  /** Streams or lists: where the rows go; everything else here is the same for both. */
+  private final RedisTransport streams;
   private final LeaseQueries leases;
   private final OutboxQueries outbox;
   private final List<ShardId> allShards;
@@ -83,7 +84,9 @@ public final class DefaultRelay implements Relay {
     this.dataSource = dataSource;
     this.config = config;
     this.listener = config.listener();
-    this.streams = new RedisStreams(redis);
+    this.streams = config.transport() == Transport.LIST
+        ? new RedisLists(redis, config.listCapacity())
+        : new RedisStreams(redis);
     this.leases = new LeaseQueries(config.schema());
     this.outbox = new OutboxQueries(config.schema());
     this.allShards = config.shards();
@@ -110,8 +113,9 @@ public final class DefaultRelay implements Relay {
     if (!state.compareAndSet(State.NEW, State.RUNNING)) {
       throw new IllegalStateException("relay " + config.owner() + " was already started or closed");
     }
-    log.info("relay {} starting: schema {}, topics {}, lease ttl {}, batch {}..{}, retention {}",
+    log.info("relay {} starting: schema {}, transport {}, topics {}, lease ttl {}, batch {}..{}, retention {}",
         config.owner(), config.schema(),
+        config.transport() == Transport.LIST ? "list (capacity " + config.listCapacity() + ")" : "stream",
         config.topics().stream().map(t -> t.name() + "x" + t.shards()).collect(Collectors.joining(",")),
         config.leaseTtl(), config.minBatchSize(), config.maxBatchSize(), config.outboxRetention());
     notifications = new NotificationListener(dataSource, Notifications.channel(config.schema()),
@@ -353,9 +357,11 @@ public final class DefaultRelay implements Relay {
   }
 
   private void takeOver(Connection c, ShardId shard, LeaseQueries.Lease lease) throws SQLException {
-    Owned o = new Owned(shard, config.keyPrefix(), lease.epoch(), lease.entriesAdded(), config.minBatchSize());
+    String key = streams.key(config.keyPrefix(), shard);
+    Owned o = new Owned(shard, key, streams.relayKey(key), lease.epoch(), lease.entriesAdded(),
+        config.minBatchSize());
     // Never assign below what the stream already holds, whoever wrote it.
-    StreamId top = streams.lastGeneratedId(o.streamKey);
+    StreamId top = streams.lastGeneratedId(o.streamKey, o.relayKey);
     if (top.compareTo(lease.lastAssigned()) > 0) {
       leases.raiseLastAssigned(c, shard, config.owner(), lease.epoch(), top);
     }
@@ -393,8 +399,13 @@ public final class DefaultRelay implements Relay {
         if (assignedOnly || !owned.containsKey(o.id) || o.checkAssigned) {
           continue;
         }
-        OutboxQueries.Batch batch =
-            outbox.assign(c, o.id, config.owner(), o.epoch, o.batchSize, config.maxBatchBytes());
+        // A bounded target (a list at capacity) takes no more than it has room for; the outbox holds the rest.
+        long room = streams.room(o.streamKey, o.relayKey);
+        if (room <= 0) {
+          continue;
+        }
+        OutboxQueries.Batch batch = outbox.assign(c, o.id, config.owner(), o.epoch,
+            (int) Math.min(o.batchSize, room), config.maxBatchBytes());
         if (!batch.exists()) {
           lost(o, "its lease expired or was taken over before it could assign");
           continue;
@@ -475,6 +486,9 @@ public final class DefaultRelay implements Relay {
       }
       faults.afterStreamWrite(o.id, chunk.size());
       published += confirm(c, o, chunk, result, endsBatch);
+      if (result.statuses().contains(EntryStatus.NOT_SENT)) {
+        break; // the target is full: what follows must wait, in order, for the next attempt
+      }
     }
     return new PublishOutcome(published, republished);
   }
@@ -491,6 +505,10 @@ public final class DefaultRelay implements Relay {
       if (status == EntryStatus.ADDED || status == EntryStatus.ALREADY_PRESENT) {
         present.add(row);
         oldestCreated = Math.min(oldestCreated, row.createdAt().toEpochMilli());
+      } else if (status == EntryStatus.NOT_SENT) {
+        // Not written (the list is full). A pending batch is cleared below, so these rows lose their IDs and are
+        // assigned again (in id order, ahead of anything newer); re-published rows keep theirs and wait.
+        continue;
       } else {
         refused.add(row);
       }
@@ -513,7 +531,7 @@ public final class DefaultRelay implements Relay {
 
   private void reassign(Connection c, Owned o, List<OutboxRow> refused) throws SQLException {
     long[] ids = refused.stream().mapToLong(OutboxRow::id).toArray();
-    StreamId top = streams.lastGeneratedId(o.streamKey);
+    StreamId top = streams.lastGeneratedId(o.streamKey, o.relayKey);
     String detail = "stream " + o.streamKey + " refused " + refused.size() + " entries (first outbox id "
         + ids[0] + ", stream id " + refused.get(0).streamId() + ") that it does not hold; its top is " + top
         + ": something else writes this stream. The rows get fresh IDs.";
@@ -554,7 +572,8 @@ public final class DefaultRelay implements Relay {
     try (Connection c = autocommit()) {
       long floorMs = Math.max(0, config.clock().millis() - config.outboxRetention().toMillis());
       for (Owned o : new ArrayList<>(owned.values())) {
-        RedisStreams.TrimResult trim = streams.trim(o.streamKey, new StreamId(floorMs, 0), config.trimLimit());
+        RedisTransport.TrimResult trim =
+            streams.trim(o.streamKey, o.relayKey, new StreamId(floorMs, 0), config.trimLimit());
         if (trim.minId().isEmpty()) {
           continue;
         }

@@ -1,5 +1,6 @@
 package dev.handoff.outbox.internal;
 
+import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import java.io.IOException;
 import java.io.InputStream;
@@ -17,18 +18,10 @@ import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.exceptions.JedisNoScriptException;
 import redis.clients.jedis.resps.StreamInfo;
 
-/** The relay's only contact with Redis: the publish and trim scripts, and the stream's last generated ID. */
-final class RedisStreams {
+/** The stream transport: the publish and trim scripts, and the stream's last generated ID. */
+final class RedisStreams implements RedisTransport {
 
-  /** What happened to each entry of a batch. */
-  enum EntryStatus { ADDED, ALREADY_PRESENT, PRESENT_WITH_OTHER_MESSAGE, REFUSED_ABSENT }
-
-  /** The reply of the publish script: {@code lost} when Redis no longer holds what the relay added before. */
-  record PublishResult(boolean lost, long entriesAdded, List<EntryStatus> statuses) {}
-
-  record TrimResult(String minId, long evicted, long groups) {}
-
-  private static final int CONNECTION_ATTEMPTS = 4;
+  static final int CONNECTION_ATTEMPTS = 4;
 
   private final UnifiedJedis redis;
   private final Script publish = Script.load("publish.lua");
@@ -38,11 +31,27 @@ final class RedisStreams {
     this.redis = redis;
   }
 
+  @Override
+  public String key(String keyPrefix, ShardId shard) {
+    return StreamFormat.streamKey(keyPrefix, shard.topic(), shard.shard());
+  }
+
+  @Override
+  public String relayKey(String key) {
+    return key + ":relay";
+  }
+
+  @Override
+  public long room(String key, String relayKey) {
+    return Long.MAX_VALUE;
+  }
+
   /**
    * Adds the rows with their stream IDs, in order, unless Redis lost the stream: its own count of entries the
    * relays added is lower than {@code confirmedAdded}, or the stream is gone.
    */
-  PublishResult publish(String streamKey, String relayKey, long confirmedAdded, List<OutboxRow> rows) {
+  @Override
+  public PublishResult publish(String streamKey, String relayKey, long confirmedAdded, List<OutboxRow> rows) {
     List<byte[]> args = new ArrayList<>(rows.size() * 21 + 1);
     args.add(bytes(Long.toString(confirmedAdded)));
     for (OutboxRow row : rows) {
@@ -73,7 +82,8 @@ final class RedisStreams {
   }
 
   /** Trims below the lowest ID any consumer group still needs; {@code noGroupFloor} applies when there is none. */
-  TrimResult trim(String streamKey, StreamId noGroupFloor, int limit) {
+  @Override
+  public TrimResult trim(String streamKey, String relayKey, StreamId noGroupFloor, int limit) {
     List<?> reply = (List<?>) trim.run(redis, List.of(bytes(streamKey)),
         List.of(bytes(noGroupFloor.toString()), bytes(Integer.toString(limit))));
     String minId = new String((byte[]) reply.get(0), StandardCharsets.UTF_8);
@@ -81,7 +91,8 @@ final class RedisStreams {
   }
 
   /** The highest ID the stream ever generated, or zero when the stream does not exist. */
-  StreamId lastGeneratedId(String streamKey) {
+  @Override
+  public StreamId lastGeneratedId(String streamKey, String relayKey) {
     for (int attempt = 1; ; attempt++) {
       try {
         StreamInfo info = redis.xinfoStream(streamKey);
@@ -99,12 +110,12 @@ final class RedisStreams {
     }
   }
 
-  private static byte[] bytes(String s) {
+  static byte[] bytes(String s) {
     return s.getBytes(StandardCharsets.UTF_8);
   }
 
   /** A Lua script run by its SHA, sent whole only when Redis does not have it (after a restart, for example). */
-  private record Script(byte[] source, byte[] sha) {
+  record Script(byte[] source, byte[] sha) {
 
     static Script load(String name) {
       try (InputStream in = RedisStreams.class.getResourceAsStream("/dev/handoff/outbox/" + name)) {

@@ -1,0 +1,115 @@
+package dev.handoff.consumer;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.List;
+import javax.sql.DataSource;
+import redis.clients.jedis.HostAndPort;
+
+/**
+ * Consumes one topic (all its shards) from Redis lists used as a reliable queue (the relay's
+ * {@link dev.handoff.outbox.Transport#LIST list transport}), with the same effectively-once effects, handler
+ * interfaces, inbox and dead-letter tables as {@link StreamConsumer}.
+ *
+ * <pre>{@code
+ * ListConsumer consumer = ListConsumer.builder(dataSource, HostAndPort.from("redis:6379"))
+ *     .topic("payments")
+ *     .group("ledger")
+ *     .handler((tx, message) -> ledger.charge(tx, message))
+ *     .build();
+ * consumer.start();
+ * }</pre>
+ *
+ * <p>How it works, per worker and shard: {@code BLMOVE} (never {@code BLPOP}, which would lose the element on a
+ * crash) moves elements from the left of the shard's list into the worker's own processing list, atomically; then
+ * one database transaction inserts the inbox markers and runs the handlers of the new messages; commit; then
+ * {@code LREM processing 1 <element>} acknowledges each element, exactly one occurrence per acknowledgement.
+ * Blocking moves run on connections of their own, whose socket timeout is longer than the block timeout.
+ *
+ * <p>Redis recovers nothing by itself, so handoff does, explicitly: each consumer keeps a heartbeat key with a TTL
+ * ({@code heartbeatTtl}) beside each of its processing lists and registers the lists in the shard's registry. A
+ * reaper (every consumer runs one, every {@code reapInterval}) moves the elements of a consumer whose heartbeat
+ * expired back to the head of the list, in their order, atomically, counting one delivery per element. A worker
+ * that restarts under the same name first handles what its processing list still holds.
+ *
+ * <p>Guarantees:
+ * <ul>
+ *   <li>At-least-once delivery to the handler, at-most-once commit of its effects per group: a late worker that
+ *       finishes after its element was returned (it was presumed dead) meets the inbox marker of whichever commit
+ *       came first, so the effect is applied once; its LREM then finds nothing.
+ *   <li>A failing handler does not undo its batch; its element stays in the worker's processing list and is retried
+ *       after a backoff (exponential, jittered); after {@code maxDeliveries} deliveries (failures and returns by the
+ *       reaper together) it goes to {@code dead_letter} with an inbox marker of outcome {@code dead}, and is
+ *       removed. Elements that cannot be decoded go there at once.
+ *   <li>Per shard, elements are taken in list order, which is outbox order; with one worker, handlers run in that
+ *       order. Several workers or consumers complete out of order, and a returned element is retried after newer
+ *       ones were taken.
+ *   <li>In-flight work is bounded by {@code workers x batchSize}; the relay's capacity bounds the list and the
+ *       processing lists together, and the outbox holds the rest (see {@link #status()} for all three numbers).
+ * </ul>
+ *
+ * <p>Unlike streams, a list element goes to one consumer: every consumer of a topic's lists must use the same
+ * {@code group} (the scope of the inbox), and fan-out to several groups needs the stream transport. The mapping of
+ * the shared {@link ConsumerConfig}: {@code minIdle} is the heartbeat TTL, {@code leaseRenewInterval} the heartbeat
+ * interval, {@code reclaimInterval} the reaper interval; {@code startPosition} and {@code statusScanLimit} do not
+ * apply.
+ *
+ * <p>Implementations are thread-safe. {@link #pollOnce()} is the deterministic alternative to {@link #start()} for
+ * tests; do not mix them.
+ */
+public interface ListConsumer extends AutoCloseable {
+
+  /** Starts a builder for a consumer that uses {@code dataSource} and the Redis server at {@code redis}. */
+  static ListConsumerBuilder builder(DataSource dataSource, HostAndPort redis) {
+    return new ListConsumerBuilder(dataSource, redis);
+  }
+
+  /** Starts a builder for a consumer that uses {@code dataSource} and the Redis server at {@code redis://host:port}. */
+  static ListConsumerBuilder builder(DataSource dataSource, URI redis) {
+    return new ListConsumerBuilder(dataSource, new HostAndPort(redis.getHost(), redis.getPort()));
+  }
+
+  /**
+   * Publishes the heartbeats, starts the worker threads and the housekeeping thread (heartbeats, reaper).
+   *
+   * @throws IllegalStateException if the consumer was started, polled or closed before
+   */
+  void start();
+
+  /**
+   * One unit of work on the calling thread, without blocking: heartbeats, one reaper pass, then a batch (own
+   * processing list first after a restart, then retries that are due, then new elements), settled in one
+   * transaction and acknowledged.
+   *
+   * @throws IllegalStateException if the consumer was started or closed
+   */
+  PollResult pollOnce();
+
+  /** Re-runs the handler on a dead letter of this group; see {@link StreamConsumer#retry(long)}. */
+  boolean retry(long deadLetterId);
+
+  /** Retries every retryable dead letter of this group; see {@link StreamConsumer#retryAll()}. */
+  int retryAll();
+
+  /** The dead letters of this group, newest first, at most {@code limit}. */
+  List<DeadLetter> deadLetters(int limit);
+
+  /** Waiting, in processing per consumer, the oldest in processing, the outbox backlog, dead letters. */
+  ListStatus status();
+
+  /** The settings this consumer runs with (see the class comment for what the stream-named ones mean here). */
+  ConsumerConfig config();
+
+  /** Closes with a 30 s deadline; see {@link #close(Duration)}. Idempotent. */
+  @Override
+  void close();
+
+  /**
+   * Stops taking elements, lets batches in flight finish until {@code deadline}, then abandons the rest (rolled
+   * back); whatever is left in this consumer's processing lists (abandoned, or waiting for a retry) is moved back to
+   * the head of the lists at once, and the heartbeats and registrations are removed. Idempotent.
+   *
+   * @return whether every worker finished in time
+   */
+  boolean close(Duration deadline);
+}

@@ -1,0 +1,57 @@
+package dev.handoff.outbox.internal;
+
+import dev.handoff.outbox.ShardId;
+import java.util.List;
+
+/**
+ * The Redis side of the relay: where a shard's rows go and how. One lease, fencing and batch mechanism
+ * ({@link DefaultRelay}) drives either implementation: {@link RedisStreams} (XADD with explicit IDs) or
+ * {@link RedisLists} (RPUSH behind a last-pushed marker, up to a capacity).
+ */
+interface RedisTransport {
+
+  /** What happened to each row of a batch. */
+  enum EntryStatus {
+    /** Written now. */
+    ADDED,
+    /** Already there from an earlier attempt: counts as published. */
+    ALREADY_PRESENT,
+    /** Its ID is taken by another message (streams only): the row gets a fresh ID. */
+    PRESENT_WITH_OTHER_MESSAGE,
+    /** Refused and absent (streams only): the row gets a fresh ID. */
+    REFUSED_ABSENT,
+    /** Not written because the target is full (lists only): the row stays in the outbox for a later attempt. */
+    NOT_SENT
+  }
+
+  /** The reply of a publish: {@code lost} when Redis no longer holds what the relay added before. */
+  record PublishResult(boolean lost, long entriesAdded, List<EntryStatus> statuses) {}
+
+  /**
+   * The outcome of a maintenance pass: {@code minId} is the point below which every consumer has finished ("" when
+   * unknown), {@code evicted} what was trimmed, {@code groups} whether {@code minId} may be stored as the
+   * watermark (above zero).
+   */
+  record TrimResult(String minId, long evicted, long groups) {}
+
+  /** The key the shard's rows are written to. */
+  String key(String keyPrefix, ShardId shard);
+
+  /** The relay's bookkeeping key beside {@code key} (same hash slot). */
+  String relayKey(String key);
+
+  /** How many more rows the target accepts now; {@link Long#MAX_VALUE} when it is unbounded. */
+  long room(String key, String relayKey);
+
+  /**
+   * Writes the rows, in order, unless Redis lost what the relay wrote before (its own count of added entries is
+   * below {@code confirmedAdded}); with no rows it only checks for that loss.
+   */
+  PublishResult publish(String key, String relayKey, long confirmedAdded, List<OutboxRow> rows);
+
+  /** The highest ID ever written to {@code key}, or zero; a new lease owner never assigns at or below it. */
+  StreamId lastGeneratedId(String key, String relayKey);
+
+  /** Trims what every consumer finished, and reports the watermark; {@code noGroupFloor} is the retention cut. */
+  TrimResult trim(String key, String relayKey, StreamId noGroupFloor, int limit);
+}
