@@ -108,7 +108,7 @@ class LedgerEndToEndTest {
           replaceDead(running, dead, startConsumer);
         }
       }
-      await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(100)).pollInSameThread().until(() -> {
+      await().dontCatchUncaughtExceptions().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(100)).pollInSameThread().until(() -> {
         replaceDead(running, dead, startConsumer);
         return count("SELECT count(*) FROM charge WHERE ledger = 'ledger'") == PAYMENTS - POISON
             && count("SELECT count(*) FROM dead_letter WHERE consumer_group = 'ledger'") == POISON
@@ -120,7 +120,7 @@ class LedgerEndToEndTest {
       for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
         env.redis().xgroupSetID(streamKey(shard), LedgerConsumer.DEFAULT_GROUP, new StreamEntryID(0, 0));
       }
-      await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100)).pollInSameThread().until(() -> {
+      await().dontCatchUncaughtExceptions().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100)).pollInSameThread().until(() -> {
         replaceDead(running, dead, startConsumer);
         return duplicates(all) - duplicatesBefore >= PAYMENTS && running[0].consumer().status().drained();
       });
