@@ -208,8 +208,8 @@ public final class Demo {
     LedgerConsumer a = ledger("ledger-a");
     ((DefaultStreamConsumer) a.consumer()).faultHook(point -> {
       if (point == FaultHook.Point.AFTER_COMMIT && charged() >= n / 4 && consumerKilled.compareAndSet(false, true)) {
-        event("FAULT %s killed after its batch committed, before XACK: the batch stays pending, already charged",
-            Thread.currentThread().getName());
+        event("FAULT ledger-a: worker %s killed after its batch committed, before XACK: the batch stays pending,"
+            + " already charged", Thread.currentThread().getName());
         throw new DemoCrash("consumer killed after commit");
       }
     });

@@ -279,6 +279,9 @@ public final class LedgerStatus {
     if (ms < 10_000) {
       return String.format("%.1fs", ms / 1000.0);
     }
+    if (ms < 60_000) {
+      return (ms / 1000) + "s";
+    }
     if (ms < 3_600_000) {
       return (ms / 60_000) + "m" + (ms / 1000 % 60) + "s";
     }
