@@ -1,0 +1,535 @@
+package dev.handoff.ledger;
+
+import dev.handoff.consumer.ConsumerStatus;
+import dev.handoff.consumer.StreamConsumer;
+import dev.handoff.consumer.internal.DefaultStreamConsumer;
+import dev.handoff.consumer.internal.FaultHook;
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.ShardId;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.internal.DefaultRelay;
+import dev.handoff.outbox.internal.RelayFaults;
+import java.io.PrintWriter;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import javax.sql.DataSource;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.JedisClientConfig;
+import redis.clients.jedis.StreamEntryID;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.resps.StreamEntry;
+
+/**
+ * The demo: N payments through the whole chain (payment service, relay, two ledger consumers), with real faults
+ * injected while it runs, then a replay of every message, an audit, and a naive consumer on the same stream for
+ * contrast.
+ *
+ * <p>The faults are the ones the seed articles describe, made to happen for real (through handoff's test hooks,
+ * which throw an {@link Error} that kills the thread at that exact point, as a crash would):
+ * <ol>
+ *   <li>a ledger consumer worker dies after its batch committed and before its XACK: the entries stay pending,
+ *       another consumer claims them after {@code minIdle} and the inbox skips them as duplicates;
+ *   <li>the relay dies after XADD and before marking its rows published: a second relay takes the lease when it
+ *       expires and sends the rows again with the same stream IDs, which Redis refuses as already there;
+ *   <li>one poison payment fails every delivery and is dead-lettered after {@code maxDeliveries};
+ *   <li>both groups are set back to the start of their streams ({@code XGROUP SETID 0}): every message is
+ *       delivered again.
+ * </ol>
+ * The naive consumer (no inbox) suffers the same crash and the same replay, and charges twice for each.
+ */
+public final class Demo {
+
+  /** What the demo runs with. */
+  public record Config(int payments, String schema, String keyPrefix, Duration minIdle, Duration leaseTtl,
+      int maxDeliveries, Duration deadline) {
+
+    public Config {
+      if (payments < 10) {
+        throw new IllegalArgumentException("--payments must be at least 10, was " + payments);
+      }
+    }
+
+    public static Config of(int payments, String schema, String keyPrefix) {
+      return new Config(payments, schema, keyPrefix, Duration.ofSeconds(2), Duration.ofSeconds(1), 3,
+          Duration.ofMinutes(3));
+    }
+  }
+
+  /**
+   * What happened.
+   *
+   * @param charged handled by the ledger consumers (a killed worker's last batch committed but never reported)
+   * @param unreported charges committed by a worker that was killed before it could report them
+   * @param replayed entries delivered again by the replay
+   * @param streamEntries entries in the streams at the end
+   * @param streamMessages distinct message IDs among them
+   * @param firstDrain from the first payment until every payment was charged (before the replay)
+   */
+  public record Report(long payments, long poison, long charges, long charged, long unreported, long duplicates,
+      long failed, long deadLettered, long reclaimed, long deadLetters, long replayed, long streamEntries,
+      long streamMessages, long relayResent, Duration firstDrain, Duration elapsed, long naiveCharges,
+      long naiveDoubleCharged, long naiveExtraCharges, long naiveCrashExtra, LedgerAudit.Result audit,
+      boolean completed) {
+
+    /** Every delivery the ledger consumers settled. */
+    public long deliveries() {
+      return charged + unreported + duplicates + failed + deadLettered;
+    }
+
+    public double throughput() {
+      return firstDrain.toNanos() == 0 ? 0 : payments * 1e9 / firstDrain.toNanos();
+    }
+
+    public boolean passed() {
+      return completed && audit.passed();
+    }
+
+    public List<String> lines() {
+      List<String> out = new ArrayList<>();
+      out.add("");
+      out.add("== report ==");
+      out.add(row("payments", payments, poison + " poison"));
+      out.add(row("charges", charges, "one per payment that is not poison"));
+      out.add(row("deliveries", deliveries(), String.format("charged %,d + duplicates skipped %,d + failed %,d"
+          + " + dead-lettered %,d + committed by the killed worker %,d", charged, duplicates, failed, deadLettered,
+          unreported)));
+      out.add(row("duplicates skipped", duplicates, String.format("the inbox skipped them: %,d replayed, the rest"
+          + " redelivered after the crash", replayed)));
+      out.add(row("reclaimed", reclaimed, "claimed from a dead or backing-off consumer (XAUTOCLAIM)"));
+      out.add(row("dead letters", deadLetters, "the poison payment, after its last delivery"));
+      out.add(String.format("%-20s %10.1fs  (%.1fs until every payment was charged)", "elapsed",
+          elapsed.toMillis() / 1000.0, firstDrain.toMillis() / 1000.0));
+      out.add(String.format("%-20s %,10.0f  payments/s end to end, faults included", "throughput", throughput()));
+      out.add(row("stream entries", streamEntries, String.format("%,d distinct messages: relay-2 re-sent %,d rows"
+          + " relay-1 had added, Redis refused them as already there", streamMessages, relayResent)));
+      out.add("");
+      out.add(String.format("naive consumer (no inbox, same stream, same crash and replay): %,d charges for %,d"
+          + " payments: %,d payments charged more than once, %,d extra charges (%,d after the crash between"
+          + " commit and XACK, %,d from the replay)", naiveCharges, payments - poison, naiveDoubleCharged,
+          naiveExtraCharges, naiveCrashExtra, naiveExtraCharges - naiveCrashExtra));
+      out.add("");
+      out.addAll(audit.lines());
+      if (!completed) {
+        out.add("the demo did not finish within its deadline");
+      }
+      return out;
+    }
+
+    private static String row(String label, long n, String note) {
+      return String.format("%-20s %,10d  %s", label, n, note);
+    }
+  }
+
+  /** Thrown by the fault hooks to kill a thread at a chosen point. */
+  static final class DemoCrash extends Error {
+    private static final long serialVersionUID = 1L;
+
+    DemoCrash(String where) {
+      super("demo fault: " + where, null, false, false);
+    }
+  }
+
+  private final DataSource dataSource;
+  private final UnifiedJedis redis;
+  private final HostAndPort redisServer;
+  private final JedisClientConfig redisConfig;
+  private final Config config;
+  private final PrintWriter out;
+  private final long started = System.nanoTime();
+  private final List<LedgerConsumer> ledgerConsumers = new ArrayList<>();
+  private final AtomicLong relay1Written = new AtomicLong();
+  private final AtomicLong relayResent = new AtomicLong();
+  private final AtomicBoolean relayKilled = new AtomicBoolean();
+  private final AtomicBoolean consumerKilled = new AtomicBoolean();
+  private final AtomicBoolean naiveKilled = new AtomicBoolean();
+  private final AtomicLong naiveChargedAtCrash = new AtomicLong(-1);
+  private final AtomicLong paid = new AtomicLong();
+  private final AtomicReference<Throwable> producerFailure = new AtomicReference<>();
+
+  private Demo(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer, JedisClientConfig redisConfig,
+      Config config, PrintWriter out) {
+    this.dataSource = dataSource;
+    this.redis = redis;
+    this.redisServer = redisServer;
+    this.redisConfig = redisConfig;
+    this.config = config;
+    this.out = out;
+  }
+
+  /**
+   * Runs the demo against a migrated schema that holds no payments yet, printing progress to {@code out}.
+   *
+   * @throws LedgerException if the schema or the streams already hold data
+   */
+  public static Report run(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer,
+      JedisClientConfig redisConfig, Config config, PrintWriter out) {
+    Thread.UncaughtExceptionHandler previous = Thread.getDefaultUncaughtExceptionHandler();
+    Thread.setDefaultUncaughtExceptionHandler((t, e) -> {
+      if (!(e instanceof DemoCrash)) {
+        System.err.println("Exception in thread \"" + t.getName() + "\" " + e);
+      }
+    });
+    try {
+      return new Demo(dataSource, redis, redisServer, redisConfig, config, out).run();
+    } finally {
+      Thread.setDefaultUncaughtExceptionHandler(previous);
+    }
+  }
+
+  private Report run() {
+    requireFresh();
+    int n = config.payments();
+    long poisonAt = n / 2;
+    PaymentService payments = new PaymentService(dataSource, config.schema());
+
+    Relay relay1 = relay("relay-1");
+    ((DefaultRelay) relay1).faults(new RelayFaults() {
+      @Override
+      public void afterStreamWrite(ShardId shard, int rows) {
+        long written = relay1Written.addAndGet(rows);
+        if (written >= n / 2 && relayKilled.compareAndSet(false, true)) {
+          relayResent.set(rows);
+          event("FAULT relay-1 killed after XADD of %,d rows of shard %s, before marking them published", rows,
+              shard);
+          throw new DemoCrash("relay killed after XADD");
+        }
+      }
+    });
+    LedgerConsumer a = ledger("ledger-a");
+    ((DefaultStreamConsumer) a.consumer()).faultHook(point -> {
+      if (point == FaultHook.Point.AFTER_COMMIT && charged() >= n / 4 && consumerKilled.compareAndSet(false, true)) {
+        event("FAULT ledger-a: worker %s killed after its batch committed, before XACK: the batch stays pending,"
+            + " already charged", Thread.currentThread().getName());
+        throw new DemoCrash("consumer killed after commit");
+      }
+    });
+    LedgerConsumer b = ledger("ledger-b");
+    NaiveConsumer naive = new NaiveConsumer(dataSource, redis, config.schema(), config.keyPrefix(),
+        NaiveConsumer.DEFAULT_GROUP, "naive", 2, 100, config.minIdle());
+    naive.afterCommit(() -> {
+      if (naive.charged() >= n / 4 && naiveKilled.compareAndSet(false, true)) {
+        naiveChargedAtCrash.set(naive.charged());
+        event("FAULT naive worker %s killed after its commit, before XACK", Thread.currentThread().getName());
+        throw new DemoCrash("naive consumer killed after commit");
+      }
+    });
+
+    out.printf("demo: %,d payments (1 poison), relay-1, consumers ledger-a and ledger-b (2 workers each), and a"
+        + " naive consumer on the same stream%n", n);
+    relay1.start();
+    a.start();
+    b.start();
+    naive.start();
+    StreamConsumer ledgerProbe = probe(LedgerConsumer.DEFAULT_GROUP);
+    StreamConsumer naiveProbe = probe(NaiveConsumer.DEFAULT_GROUP);
+
+    Thread producer = new Thread(() -> produce(payments, n, poisonAt), "ledger-demo-producer");
+    long t0 = System.nanoTime();
+    producer.start();
+    Relay relay2 = null;
+    boolean completed = true;
+    Duration firstDrain;
+    long replayed = 0;
+    try {
+      long nextProgress = System.nanoTime();
+      long deadline = System.nanoTime() + config.deadline().toNanos();
+      boolean consumerRestarted = false;
+      while (true) {
+        if (relayKilled.get() && relay2 == null) {
+          relay1.close(Duration.ofMillis(100)); // its thread is dead: nothing drains, its leases stay until they expire
+          relay2 = relay("relay-2");
+          relay2.start();
+          event("relay-2 started: it takes relay-1's shards when their leases expire (TTL %s)",
+              seconds(config.leaseTtl()));
+        }
+        if (consumerKilled.get() && !consumerRestarted) {
+          consumerRestarted = true;
+          a.close(Duration.ofSeconds(10));
+          LedgerConsumer a2 = ledger("ledger-a2");
+          a2.start();
+          event("ledger-a replaced by ledger-a2: the dead worker's pending entries are claimed after minIdle (%s)",
+              seconds(config.minIdle()));
+        }
+        if (System.nanoTime() >= nextProgress) {
+          progress(naive);
+          nextProgress += 1_000_000_000L;
+        }
+        if (producerFailure.get() != null) {
+          throw new LedgerException("creating payments failed: " + producerFailure.get().getMessage(),
+              producerFailure.get());
+        }
+        if (paid.get() == n && drained(ledgerProbe, 1)
+            && drained(naiveProbe, 0) && unpublished() == 0) {
+          break;
+        }
+        if (System.nanoTime() > deadline) {
+          completed = false;
+          break;
+        }
+        pause(100);
+      }
+      firstDrain = Duration.ofNanos(System.nanoTime() - t0);
+      if (completed) {
+        progress(naive);
+        event("every payment is charged (%.1fs)", firstDrain.toMillis() / 1000.0);
+        replayed = replay();
+        event("FAULT replay: both groups set back to 0-0; every retained message (%,d) is delivered again",
+            replayed);
+        long replayDeadline = System.nanoTime() + config.deadline().toNanos();
+        nextProgress = System.nanoTime() + 1_000_000_000L;
+        while (!(drained(ledgerProbe, 1) && drained(naiveProbe, 0) && duplicates() >= replayed)) {
+          if (System.nanoTime() > replayDeadline) {
+            completed = false;
+            break;
+          }
+          if (System.nanoTime() >= nextProgress) {
+            progress(naive);
+            nextProgress += 1_000_000_000L;
+          }
+          pause(100);
+        }
+        progress(naive);
+      }
+    } finally {
+      producer.interrupt();
+      for (LedgerConsumer c : ledgerConsumers) {
+        c.close(Duration.ofSeconds(10));
+      }
+      naive.close(Duration.ofSeconds(10));
+      ledgerProbe.close();
+      naiveProbe.close();
+      if (relay2 != null) {
+        relay2.close(Duration.ofSeconds(5));
+      }
+      relay1.close(Duration.ofMillis(100));
+    }
+    Duration elapsed = Duration.ofNanos(System.nanoTime() - t0);
+    return report(firstDrain, elapsed, replayed, completed);
+  }
+
+  private Relay relay(String owner) {
+    return Relay.builder(dataSource, redis)
+        .schema(config.schema())
+        .keyPrefix(config.keyPrefix())
+        .topic(PaymentEvents.TOPIC_CONFIG)
+        .owner(owner)
+        .leaseTtl(config.leaseTtl())
+        .idlePollInterval(Duration.ofMillis(200))
+        .maintenanceInterval(Duration.ofHours(1)) // no trimming during the demo: the replay sees every message
+        .drainTimeout(Duration.ofSeconds(5))
+        .build();
+  }
+
+  private LedgerConsumer ledger(String name) {
+    LedgerConsumer c = LedgerConsumer.builder(dataSource, redisServer)
+        .redisConfig(redisConfig)
+        .schema(config.schema())
+        .keyPrefix(config.keyPrefix())
+        .consumerName(name)
+        .workers(2)
+        .batchSize(100)
+        .block(Duration.ofMillis(200))
+        .minIdle(config.minIdle())
+        .reclaimInterval(Duration.ofMillis(200))
+        .maxDeliveries(config.maxDeliveries())
+        .backoff(Duration.ofMillis(100), Duration.ofMillis(500))
+        .build();
+    ledgerConsumers.add(c);
+    return c;
+  }
+
+  private StreamConsumer probe(String group) {
+    return StreamConsumer.builder(dataSource, redisServer)
+        .redisConfig(redisConfig)
+        .schema(config.schema())
+        .keyPrefix(config.keyPrefix())
+        .topic(PaymentEvents.TOPIC_CONFIG)
+        .group(group)
+        .batchHandler((tx, messages) -> {
+          throw new IllegalStateException("a probe never handles messages");
+        })
+        .build();
+  }
+
+  private void produce(PaymentService payments, int n, long poisonAt) {
+    try {
+      List<Payment> batch = new ArrayList<>(100);
+      for (int i = 1; i <= n; i++) {
+        batch.add(new Payment(String.format("pay-%06d", i), "acct-" + (i % 97 + 1), 100 + (i * 7919L) % 99_900,
+            i == poisonAt));
+        if (batch.size() == 100 || i == n) {
+          payments.payAll(batch);
+          paid.addAndGet(batch.size());
+          batch.clear();
+        }
+      }
+    } catch (RuntimeException e) {
+      producerFailure.set(e);
+    }
+  }
+
+  private boolean drained(StreamConsumer probe, long deadLetters) {
+    ConsumerStatus s = probe.status();
+    return s.drained() && s.deadLetters() == deadLetters && s.streams().stream().allMatch(x -> x.groupExists());
+  }
+
+  private long replay() {
+    long entries = 0;
+    for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
+      String key = StreamFormat.streamKey(config.keyPrefix(), PaymentEvents.TOPIC, shard);
+      entries += redis.xlen(key);
+      redis.xgroupSetID(key, LedgerConsumer.DEFAULT_GROUP, new StreamEntryID(0, 0));
+      redis.xgroupSetID(key, NaiveConsumer.DEFAULT_GROUP, new StreamEntryID(0, 0));
+    }
+    return entries;
+  }
+
+  private long charged() {
+    long sum = 0;
+    for (LedgerConsumer c : List.copyOf(ledgerConsumers)) {
+      sum += c.counters().handled();
+    }
+    return sum;
+  }
+
+  private long duplicates() {
+    long sum = 0;
+    for (LedgerConsumer c : List.copyOf(ledgerConsumers)) {
+      sum += c.counters().duplicates();
+    }
+    return sum;
+  }
+
+  private void progress(NaiveConsumer naive) {
+    long published = queryLong("SELECT count(*) FROM " + config.schema() + ".outbox WHERE published_at IS NOT NULL");
+    long charges = queryLong("SELECT count(*) FROM " + config.schema() + ".charge WHERE ledger = ?",
+        LedgerConsumer.DEFAULT_GROUP);
+    long dup = duplicates();
+    long reclaimed = 0;
+    long dead = 0;
+    for (LedgerConsumer c : List.copyOf(ledgerConsumers)) {
+      reclaimed += c.counters().reclaimed();
+      dead += c.counters().deadLettered();
+    }
+    event("paid %,d/%,d  published %,d  charged %,d  duplicates skipped %,d  reclaimed %,d  dead letters %d"
+        + "  | naive charges %,d", paid.get(), config.payments(), published, charges, dup, reclaimed, dead,
+        naive.charged());
+  }
+
+  private long unpublished() {
+    return queryLong("SELECT count(*) FROM " + config.schema() + ".outbox WHERE published_at IS NULL");
+  }
+
+  private Report report(Duration firstDrain, Duration elapsed, long replayed, boolean completed) {
+    String s = config.schema();
+    long payments = queryLong("SELECT count(*) FROM " + s + ".payment");
+    long poison = queryLong("SELECT count(*) FROM " + s + ".payment WHERE poison");
+    long charges = queryLong("SELECT count(*) FROM " + s + ".charge WHERE ledger = ?", LedgerConsumer.DEFAULT_GROUP);
+    long deadLetters = queryLong("SELECT count(*) FROM " + s + ".dead_letter WHERE consumer_group = ? AND status"
+        + " = 'dead'", LedgerConsumer.DEFAULT_GROUP);
+    long handled = 0;
+    long duplicates = 0;
+    long failed = 0;
+    long deadLettered = 0;
+    long reclaimed = 0;
+    for (LedgerConsumer c : ledgerConsumers) {
+      handled += c.counters().handled();
+      duplicates += c.counters().duplicates();
+      failed += c.counters().failed();
+      deadLettered += c.counters().deadLettered();
+      reclaimed += c.counters().reclaimed();
+    }
+    long naiveCharges = queryLong("SELECT count(*) FROM " + s + ".charge WHERE ledger = ?",
+        NaiveConsumer.DEFAULT_GROUP);
+    long naiveDistinct = queryLong("SELECT count(DISTINCT payment_id) FROM " + s + ".charge WHERE ledger = ?",
+        NaiveConsumer.DEFAULT_GROUP);
+    long naiveDouble = queryLong("SELECT count(*) FROM (SELECT payment_id FROM " + s + ".charge WHERE ledger = ?"
+        + " GROUP BY payment_id HAVING count(*) > 1) d", NaiveConsumer.DEFAULT_GROUP);
+    long naiveFromReplay = completed ? Math.min(naiveCharges - naiveDistinct, payments - poison) : 0;
+    long[] stream = streamCounts();
+    LedgerAudit.Result audit = LedgerAudit.audit(dataSource, s, LedgerConsumer.DEFAULT_GROUP);
+    return new Report(payments, poison, charges, handled, Math.max(0, charges - handled), duplicates, failed,
+        deadLettered, reclaimed, deadLetters, replayed, stream[0], stream[1], relayResent.get(), firstDrain, elapsed,
+        naiveCharges, naiveDouble, naiveCharges - naiveDistinct, naiveCharges - naiveDistinct - naiveFromReplay,
+        audit, completed);
+  }
+
+  private long[] streamCounts() {
+    long entries = 0;
+    Set<String> messages = new HashSet<>();
+    for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
+      String key = StreamFormat.streamKey(config.keyPrefix(), PaymentEvents.TOPIC, shard);
+      String after = "-";
+      while (true) {
+        List<StreamEntry> page = redis.xrange(key, after, "+", 1000);
+        if (page.isEmpty()) {
+          break;
+        }
+        for (StreamEntry e : page) {
+          entries++;
+          messages.add(e.getFields().get(StreamFormat.MESSAGE_ID));
+        }
+        after = "(" + page.get(page.size() - 1).getID();
+      }
+    }
+    return new long[] {entries, messages.size()};
+  }
+
+  private void requireFresh() {
+    long payments = queryLong("SELECT count(*) FROM " + config.schema() + ".payment");
+    if (payments > 0) {
+      throw new LedgerException("schema '" + config.schema() + "' already holds " + payments
+          + " payments; the demo needs a fresh one (pass another --schema)");
+    }
+    for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
+      String key = StreamFormat.streamKey(config.keyPrefix(), PaymentEvents.TOPIC, shard);
+      if (redis.exists(key)) {
+        throw new LedgerException("Redis already holds stream '" + key + "'; the demo needs fresh keys (pass"
+            + " another --key-prefix)");
+      }
+    }
+  }
+
+  private long queryLong(String sql, Object... params) {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(sql)) {
+      for (int i = 0; i < params.length; i++) {
+        ps.setObject(i + 1, params[i]);
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    } catch (SQLException e) {
+      throw new LedgerException("demo query failed: " + e.getMessage(), e);
+    }
+  }
+
+  private synchronized void event(String format, Object... args) {
+    out.printf("%6.1fs  %s%n", (System.nanoTime() - started) / 1e9, String.format(format, args));
+    out.flush();
+  }
+
+  private static String seconds(Duration d) {
+    return d.toMillis() % 1000 == 0 ? d.toSeconds() + "s" : d.toMillis() + "ms";
+  }
+
+  private static void pause(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new LedgerException("the demo was interrupted");
+    }
+  }
+}

@@ -1,0 +1,139 @@
+package dev.handoff.ledger.cli;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.ledger.LedgerException;
+import dev.handoff.ledger.LedgerMigrations;
+import dev.handoff.migrations.HandoffMigrations;
+import dev.handoff.migrations.SchemaNames;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.cli.Connections;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import picocli.CommandLine.Option;
+import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.JedisClientConfig;
+import redis.clients.jedis.RedisClient;
+
+/** The options every command but {@code demo} takes: where PostgreSQL and Redis are, and the names inside them. */
+public final class ConnectionOptions {
+
+  @Option(names = "--jdbc-url", defaultValue = "${env:HANDOFF_JDBC_URL}",
+      description = "PostgreSQL JDBC URL; user and password as URL parameters (env HANDOFF_JDBC_URL)")
+  String jdbcUrl;
+
+  @Option(names = "--redis-url", defaultValue = "${env:HANDOFF_REDIS_URL}",
+      description = "redis://[user:password@]host[:port][/db] (env HANDOFF_REDIS_URL)")
+  String redisUrl;
+
+  @Option(names = "--schema", defaultValue = "${env:HANDOFF_SCHEMA:-" + HandoffMigrations.DEFAULT_SCHEMA + "}",
+      description = "schema of handoff's and the ledger's tables (env HANDOFF_SCHEMA; default ${DEFAULT-VALUE})")
+  String schema;
+
+  @Option(names = "--key-prefix", defaultValue = "${env:HANDOFF_KEY_PREFIX:-" + StreamFormat.DEFAULT_KEY_PREFIX + "}",
+      description = "prefix of the Redis keys (env HANDOFF_KEY_PREFIX; default ${DEFAULT-VALUE})")
+  String keyPrefix;
+
+  /** Where a Redis server is and how to log in to it. */
+  record RedisTarget(HostAndPort server, JedisClientConfig config) {}
+
+  String schema() {
+    try {
+      return SchemaNames.requireValid(schema);
+    } catch (IllegalArgumentException e) {
+      throw new LedgerException("--schema: " + e.getMessage());
+    }
+  }
+
+  String keyPrefix() {
+    try {
+      return StreamFormat.requireValidKeyPrefix(keyPrefix);
+    } catch (IllegalArgumentException e) {
+      throw new LedgerException("--key-prefix: " + e.getMessage());
+    }
+  }
+
+  /** A pool to PostgreSQL that answered, or a one-line error. */
+  HikariDataSource database(int maxConnections, String poolName) {
+    if (jdbcUrl == null || jdbcUrl.isBlank()) {
+      throw new LedgerException("--jdbc-url or HANDOFF_JDBC_URL is required");
+    }
+    return Connections.database(jdbcUrl, maxConnections, poolName);
+  }
+
+  /** A pool to PostgreSQL whose schema holds the ledger's tables. */
+  HikariDataSource migratedDatabase(int maxConnections, String poolName) {
+    String s = schema();
+    HikariDataSource db = database(maxConnections, poolName);
+    try {
+      LedgerMigrations.requireMigrated(db, s);
+    } catch (RuntimeException e) {
+      db.close();
+      throw e;
+    }
+    return db;
+  }
+
+  /** A Redis client whose server answered, or a one-line error. */
+  RedisClient redis(int maxConnections) {
+    requireRedisUrl();
+    return Connections.redis(redisUrl, maxConnections);
+  }
+
+  /** The Redis server and login for handoff's consumer, which opens its own connections. */
+  RedisTarget redisTarget() {
+    requireRedisUrl();
+    return parseRedisUrl(redisUrl);
+  }
+
+  String maskedJdbcUrl() {
+    return Connections.mask(jdbcUrl);
+  }
+
+  String maskedRedisUrl() {
+    return Connections.mask(redisUrl);
+  }
+
+  private void requireRedisUrl() {
+    if (redisUrl == null || redisUrl.isBlank()) {
+      throw new LedgerException("--redis-url or HANDOFF_REDIS_URL is required");
+    }
+  }
+
+  static RedisTarget parseRedisUrl(String url) {
+    URI uri;
+    try {
+      uri = new URI(url);
+    } catch (URISyntaxException e) {
+      throw new LedgerException("the Redis URL is not a URL: '" + Connections.mask(url) + "'");
+    }
+    if (!"redis".equals(uri.getScheme()) || uri.getHost() == null) {
+      throw new LedgerException("the Redis URL must look like redis://[user:password@]host[:port][/db], was '"
+          + Connections.mask(url) + "'");
+    }
+    DefaultJedisClientConfig.Builder config = DefaultJedisClientConfig.builder().timeoutMillis(5_000);
+    if (uri.getRawUserInfo() != null) {
+      String[] parts = uri.getRawUserInfo().split(":", 2);
+      if (parts.length == 2) {
+        if (!parts[0].isEmpty()) {
+          config.user(URLDecoder.decode(parts[0], StandardCharsets.UTF_8));
+        }
+        config.password(URLDecoder.decode(parts[1], StandardCharsets.UTF_8));
+      } else {
+        config.password(URLDecoder.decode(parts[0], StandardCharsets.UTF_8));
+      }
+    }
+    String path = uri.getPath();
+    if (path != null && path.length() > 1) {
+      try {
+        config.database(Integer.parseInt(path.substring(1)));
+      } catch (NumberFormatException e) {
+        throw new LedgerException("the Redis URL's database must be a number, was '" + path.substring(1) + "'");
+      }
+    }
+    return new RedisTarget(new HostAndPort(uri.getHost(), uri.getPort() > 0 ? uri.getPort() : 6379),
+        config.build());
+  }
+}

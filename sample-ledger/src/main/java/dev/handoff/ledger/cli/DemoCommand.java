@@ -1,0 +1,72 @@
+package dev.handoff.ledger.cli;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.ledger.Demo;
+import dev.handoff.ledger.EmbeddedServers;
+import dev.handoff.ledger.LedgerMigrations;
+import dev.handoff.migrations.HandoffMigrations;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.cli.Connections;
+import java.io.PrintWriter;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import redis.clients.jedis.RedisClient;
+
+/** {@code demo}: the main job; see {@link Demo}. */
+@Command(name = "demo", description = "The main job: N payments through the outbox, a relay and two consumers, with"
+    + " faults injected while it runs, then a report and an audit. Starts embedded PostgreSQL and Redis unless URLs"
+    + " are given. Exit 0 only if verify passes.")
+final class DemoCommand implements Callable<Integer> {
+
+  @Option(names = "--payments", defaultValue = "10000", description = "how many payments (${DEFAULT-VALUE})")
+  int payments;
+
+  @Option(names = "--jdbc-url", description = "use this PostgreSQL instead of an embedded one")
+  String jdbcUrl;
+
+  @Option(names = "--redis-url", description = "use this Redis instead of an embedded one")
+  String redisUrl;
+
+  @Option(names = "--schema", defaultValue = HandoffMigrations.DEFAULT_SCHEMA,
+      description = "schema, which must hold no payments yet (${DEFAULT-VALUE})")
+  String schema;
+
+  @Option(names = "--key-prefix", defaultValue = StreamFormat.DEFAULT_KEY_PREFIX,
+      description = "Redis key prefix, whose streams must not exist yet (${DEFAULT-VALUE})")
+  String keyPrefix;
+
+  @Option(names = "--verbose", description = "show handoff's own log lines (warnings and errors are shown anyway)")
+  boolean verbose;
+
+  @Spec
+  CommandSpec spec;
+
+  @Override
+  public Integer call() {
+    Demo.Config config = Demo.Config.of(payments, schema, keyPrefix);
+    Logging.handoff(verbose ? "INFO" : "ERROR");
+    PrintWriter out = spec.commandLine().getOut();
+    boolean embeddedPostgres = jdbcUrl == null || jdbcUrl.isBlank();
+    boolean embeddedRedis = redisUrl == null || redisUrl.isBlank();
+    long t0 = System.nanoTime();
+    try (EmbeddedServers servers = EmbeddedServers.start(embeddedPostgres, embeddedRedis)) {
+      String jdbc = embeddedPostgres ? servers.jdbcUrl() : jdbcUrl;
+      String redisAt = embeddedRedis ? servers.redisUrl() : redisUrl;
+      if (embeddedPostgres || embeddedRedis) {
+        out.printf("started %s in %.1fs%n", servers.describe(), (System.nanoTime() - t0) / 1e9);
+      }
+      try (HikariDataSource db = Connections.database(jdbc, 24, "ledger-demo");
+          RedisClient redis = Connections.redis(redisAt, 24)) {
+        LedgerMigrations.migrate(db, schema);
+        ConnectionOptions.RedisTarget target = ConnectionOptions.parseRedisUrl(redisAt);
+        Demo.Report report = Demo.run(db, redis, target.server(), target.config(), config, out);
+        report.lines().forEach(out::println);
+        out.flush();
+        return report.passed() ? 0 : 1;
+      }
+    }
+  }
+}

@@ -1,0 +1,81 @@
+package dev.handoff.ledger.cli;
+
+import dev.handoff.outbox.cli.Connections;
+import java.io.PrintWriter;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/**
+ * The sample ledger's command line ({@code java -jar sample-ledger.jar <command>}). Exit codes: 0 success, 1 the
+ * command ran and found a problem ({@code verify} failed, a dead letter failed again, the demo's audit failed),
+ * 2 a usage error or an error such as a bad URL, an unreachable server or a missing schema, always reported as one
+ * line on stderr without passwords.
+ */
+@Command(name = "sample-ledger", mixinStandardHelpOptions = true, sortOptions = false,
+    description = "The handoff sample billing ledger: payments through a transactional outbox into Redis Streams,"
+        + " charged exactly once.",
+    subcommands = {DemoCommand.class, MigrateCommand.class, PayCommand.class, RelayCommand.class,
+        ConsumeCommand.class, VerifyCommand.class, StatusCommand.class, DlqCommand.class,
+        CommandLine.HelpCommand.class})
+public final class LedgerCli implements Runnable {
+
+  @CommandLine.Spec
+  CommandLine.Model.CommandSpec spec;
+
+  public static void main(String[] args) {
+    System.exit(run(args));
+  }
+
+  /** Runs a command with the process's stdout and stderr; returns the exit code. */
+  public static int run(String... args) {
+    return execute(new PrintWriter(System.out, true), new PrintWriter(System.err, true), args);
+  }
+
+  /** Runs a command writing to {@code out} and {@code err}; returns the exit code. */
+  public static int execute(PrintWriter out, PrintWriter err, String... args) {
+    // Before the first logger exists: a static Logger anywhere on this path would configure logging too early.
+    if (System.getProperty("logback.configurationFile") == null) {
+      System.setProperty("logback.configurationFile", "dev/handoff/ledger/cli/logback-ledger.xml");
+    }
+    System.setProperty("org.jooq.no-logo", "true");
+    CommandLine cli = new CommandLine(new LedgerCli());
+    cli.setOut(out);
+    cli.setErr(err);
+    cli.setExecutionExceptionHandler((e, line, parsed) -> {
+      line.getErr().println("sample-ledger: " + oneLine(e));
+      line.getErr().flush();
+      return 2;
+    });
+    int code = cli.execute(args);
+    out.flush();
+    err.flush();
+    return code;
+  }
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getErr());
+    throw new CommandLine.ParameterException(spec.commandLine(), "a command is required");
+  }
+
+  /** The first line of what went wrong, with passwords masked. */
+  static String oneLine(Throwable e) {
+    Throwable t = e;
+    String message = t.getMessage();
+    while ((message == null || message.isBlank()) && t.getCause() != null) {
+      t = t.getCause();
+      message = t.getMessage();
+    }
+    if (message == null || message.isBlank()) {
+      message = t.getClass().getSimpleName();
+    } else if (!(t instanceof dev.handoff.ledger.LedgerException || t instanceof Connections.UnreachableException
+        || t instanceof IllegalArgumentException)) {
+      message = t.getClass().getSimpleName() + ": " + message;
+    }
+    int nl = message.indexOf('\n');
+    if (nl >= 0) {
+      message = message.substring(0, nl);
+    }
+    return Connections.mask(message.strip());
+  }
+}

@@ -1,0 +1,18 @@
+package dev.handoff.ledger.cli;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import org.slf4j.LoggerFactory;
+
+/** Adjusts log levels for a command (the configuration itself is chosen before the first logger exists). */
+final class Logging {
+
+  private Logging() {}
+
+  /** Sets the level of handoff's own loggers (library and ledger). */
+  static void handoff(String level) {
+    if (LoggerFactory.getLogger("dev.handoff") instanceof Logger logger) {
+      logger.setLevel(Level.toLevel(level));
+    }
+  }
+}

@@ -1,0 +1,49 @@
+package dev.handoff.ledger.cli;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.ledger.Json;
+import dev.handoff.ledger.LedgerStatus;
+import java.io.PrintWriter;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import redis.clients.jedis.RedisClient;
+
+/** {@code status}: the outbox, the relay leases, the streams and every consumer group, from both servers. */
+@Command(name = "status", description = "Outbox depth and age, relay leases, streams, and per consumer group the"
+    + " backlog (never delivered), pending (delivered, unacknowledged), consumers, delivery counts, dead letters and"
+    + " duplicates skipped.")
+final class StatusCommand implements Callable<Integer> {
+
+  @Mixin
+  ConnectionOptions connection;
+
+  @Option(names = "--json", description = "print the status as JSON")
+  boolean json;
+
+  @Spec
+  CommandSpec spec;
+
+  @Override
+  public Integer call() {
+    String schema = connection.schema();
+    String keyPrefix = connection.keyPrefix();
+    Logging.handoff("WARN");
+    try (HikariDataSource db = connection.migratedDatabase(2, "ledger-status");
+        RedisClient redis = connection.redis(2)) {
+      ConnectionOptions.RedisTarget target = connection.redisTarget();
+      LedgerStatus.Snapshot snap = LedgerStatus.collect(db, redis, target.server(), target.config(), schema,
+          keyPrefix);
+      PrintWriter out = spec.commandLine().getOut();
+      if (json) {
+        out.println(Json.write(LedgerStatus.toMap(snap)));
+      } else {
+        LedgerStatus.lines(snap).forEach(out::println);
+      }
+      return 0;
+    }
+  }
+}

@@ -1,0 +1,87 @@
+package dev.handoff.ledger;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.handoff.consumer.testkit.ConsumerTestKit;
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.TestEnvironment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.StreamEntryID;
+import redis.clients.jedis.params.XReadGroupParams;
+
+/** Poison payments through dead letters and dlq retry; status keeps backlog and pending apart. */
+@HandoffTest
+class DeadLetterAndStatusTest {
+
+  private final TestEnvironment env;
+  private final LedgerTestSupport t;
+
+  DeadLetterAndStatusTest(TestEnvironment env) {
+    this.env = env;
+    this.t = new LedgerTestSupport(env);
+  }
+
+  @Test
+  void poisonPaymentsAreDeadLetteredAndRetriedAfterTheFixAndStatusKeepsBacklogAndPendingApart() throws Exception {
+    // given: 20 payments, every 10th poison, published; 5 entries handed to a consumer that never acknowledges
+    LedgerTestSupport.Run pay = t.cli("pay", "--count", "20", "--poison-every", "10");
+    assertThat(pay.exit()).as(pay.err()).isZero();
+    Relay relay = t.relay();
+    relay.relayOnce();
+    relay.close();
+    LedgerConsumer ledger = t.ledger("dlq-ledger", LedgerConsumer.DEFAULT_GROUP);
+    for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
+      env.redis().xgroupCreate(StreamFormat.streamKey(env.keyPrefix(), PaymentEvents.TOPIC, shard), "ledger",
+          new StreamEntryID(0, 0), true);
+    }
+    List<Map.Entry<String, ?>> handed = new ArrayList<>(env.redis().xreadGroup("ledger", "stuck",
+        XReadGroupParams.xReadGroupParams().count(5),
+        Map.of(StreamFormat.streamKey(env.keyPrefix(), PaymentEvents.TOPIC, 0), StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY)));
+    long handedOut = ((List<?>) handed.get(0).getValue()).size();
+
+    // then status shows two different numbers
+    LedgerTestSupport.Run status = t.cli("status", "--json");
+    assertThat(status.exit()).as(status.err()).isZero();
+    assertThat(status.out()).contains("\"group\":\"ledger\",\"backlog\":" + (20 - handedOut) + ",\"pending\":"
+        + handedOut + ",");
+
+    // when: the ledger drains the group (the stuck entries are claimed after minIdle)
+    ConsumerTestKit.drain(ledger.consumer(), Duration.ofSeconds(30));
+
+    // then: the two poison payments are dead letters, and verify passes (poison is not expected to be charged)
+    LedgerTestSupport.Run list = t.cli("dlq", "list");
+    assertThat(list.out()).contains("the ledger refuses poison payment").hasLineCount(3);
+    LedgerTestSupport.Run verify = t.cli("verify");
+    assertThat(verify.exit()).as(verify.out()).isZero();
+    assertThat(verify.out()).containsPattern("charges\\s+18").containsPattern("dead letters\\s+2");
+
+    // when one poison payment is fixed and its dead letter retried, twice, then every dead letter
+    String fixed = t.firstPoison();
+    env.execute("UPDATE payment SET poison = false WHERE payment_id = '" + fixed + "'");
+    long id = env.queryLong("SELECT d.id FROM dead_letter d JOIN outbox o USING (message_id) WHERE o.message_key = ?",
+        fixed);
+    LedgerTestSupport.Run retry = t.cli("dlq", "retry", "--id", Long.toString(id));
+    LedgerTestSupport.Run retryAgain = t.cli("dlq", "retry", "--id", Long.toString(id));
+    LedgerTestSupport.Run retryAll = t.cli("dlq", "retry", "--all");
+
+    // then the fixed one is charged once, the other stays dead
+    assertThat(retry.exit()).as(retry.err()).isZero();
+    assertThat(retry.out()).contains("dead letter " + id + " retried: charged");
+    assertThat(retryAgain.exit()).isZero();
+    assertThat(retryAgain.out()).contains("nothing to do");
+    assertThat(retryAll.exit()).isEqualTo(1);
+    assertThat(retryAll.out()).contains("retried 0 dead letter(s); 1 still dead");
+    assertThat(env.queryLong("SELECT count(*) FROM charge WHERE ledger = 'ledger' AND payment_id = ?", fixed))
+        .isEqualTo(1);
+    LedgerTestSupport.Run verifyAfter = t.cli("verify", "--json");
+    assertThat(verifyAfter.exit()).isZero();
+    assertThat(verifyAfter.out()).contains("\"charges\":19", "\"dead_letters\":1", "\"duplicated\":0");
+    ledger.close();
+  }
+}

@@ -1,0 +1,80 @@
+package dev.handoff.ledger;
+
+import dev.handoff.ledger.cli.LedgerCli;
+import dev.handoff.outbox.Relay;
+import dev.handoff.testing.TestEnvironment;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import redis.clients.jedis.HostAndPort;
+
+/**
+ * What the ledger's tests build on: a relay, ledger and naive consumers with short timeouts, and the command line
+ * run in-process. One test class, one schema and one key prefix: a schema's outbox and relay leases belong to one set
+ * of streams, so two key prefixes over one schema would make the relay see "lost" streams and publish again.
+ */
+final class LedgerTestSupport {
+
+  private final TestEnvironment env;
+
+  LedgerTestSupport(TestEnvironment env) {
+    this.env = env;
+    LedgerMigrations.migrate(env.dataSource(), env.schema());
+  }
+
+  /** What a command printed and returned. */
+  record Run(int exit, String out, String err) {}
+
+  String firstPoison() throws Exception {
+    try (Connection c = env.dataSource().getConnection();
+        PreparedStatement ps = c.prepareStatement(
+            "SELECT payment_id FROM payment WHERE poison ORDER BY payment_id LIMIT 1");
+        var rs = ps.executeQuery()) {
+      rs.next();
+      return rs.getString(1);
+    }
+  }
+
+  Run cli(String... args) {
+    List<String> all = new ArrayList<>(List.of(args));
+    all.addAll(List.of("--jdbc-url", env.postgres().jdbcUrl(), "--redis-url", env.redisUri().toString(),
+        "--schema", env.schema(), "--key-prefix", env.keyPrefix()));
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    int exit = LedgerCli.execute(new PrintWriter(out), new PrintWriter(err), all.toArray(String[]::new));
+    return new Run(exit, out.toString(), err.toString());
+  }
+
+  Relay relay() {
+    return Relay.builder(env.dataSource(), env.redis())
+        .schema(env.schema())
+        .keyPrefix(env.keyPrefix())
+        .topic(PaymentEvents.TOPIC_CONFIG)
+        .build();
+  }
+
+  NaiveConsumer naive(String group) {
+    return new NaiveConsumer(env.dataSource(), env.redis(), env.schema(), env.keyPrefix(), group, group + "-worker", 1, 10,
+        Duration.ofSeconds(30));
+  }
+
+  LedgerConsumer ledger(String name, String group) {
+    return LedgerConsumer.builder(env.dataSource(), HostAndPort.from(env.redisUri().getAuthority()))
+        .schema(env.schema())
+        .keyPrefix(env.keyPrefix())
+        .group(group)
+        .consumerName(name)
+        .workers(1)
+        .block(Duration.ofMillis(50))
+        .minIdle(Duration.ofMillis(600))
+        .reclaimInterval(Duration.ofMillis(50))
+        .maxDeliveries(2)
+        .backoff(Duration.ofMillis(50), Duration.ofMillis(100))
+        .persistStats(false)
+        .build();
+  }
+}

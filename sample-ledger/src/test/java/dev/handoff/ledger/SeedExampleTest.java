@@ -1,0 +1,85 @@
+package dev.handoff.ledger;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.handoff.consumer.internal.DefaultStreamConsumer;
+import dev.handoff.consumer.internal.FaultHook;
+import dev.handoff.consumer.testkit.ConsumerTestKit;
+import dev.handoff.outbox.Relay;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.TestEnvironment;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+/** The seed article's example, for real: a redelivered payment is charged naive=3, idempotent=2. */
+@HandoffTest
+class SeedExampleTest {
+
+  private final TestEnvironment env;
+  private final LedgerTestSupport t;
+
+  SeedExampleTest(TestEnvironment env) {
+    this.env = env;
+    this.t = new LedgerTestSupport(env);
+  }
+
+  @Test
+  void seedExampleARedeliveredPaymentIsChargedThreeTimesNaivelyAndTwiceWithTheInbox() throws Exception {
+    // given: pay-1 is delivered, charged, and the consumer dies before XACK; then pay-2 arrives
+    Relay relay = t.relay();
+    PaymentService payments = new PaymentService(env.dataSource(), env.schema());
+    payments.pay(new Payment("seed-pay-1", "acct-1", 100, false));
+    relay.relayOnce();
+
+    NaiveConsumer naive = t.naive("seed-naive");
+    naive.afterCommit(() -> {
+      throw new Demo.DemoCrash("naive consumer killed after commit, before XACK");
+    });
+    Thread.UncaughtExceptionHandler previous = Thread.getDefaultUncaughtExceptionHandler();
+    Thread.setDefaultUncaughtExceptionHandler((t, e) -> { });
+    try {
+      naive.start();
+      await().dontCatchUncaughtExceptions().atMost(Duration.ofSeconds(10)).until(() -> naive.charged() == 1);
+      naive.close(Duration.ofSeconds(5));
+    } finally {
+      Thread.setDefaultUncaughtExceptionHandler(previous);
+    }
+    LedgerConsumer ledger = t.ledger("seed-ledger", "seed-idem");
+    ((DefaultStreamConsumer) ledger.consumer()).faultHook(point -> {
+      if (point == FaultHook.Point.AFTER_COMMIT) {
+        throw new Demo.DemoCrash("ledger consumer killed after commit, before XACK");
+      }
+    });
+    assertThatThrownBy(() -> ledger.consumer().pollOnce()).isInstanceOf(Demo.DemoCrash.class);
+    payments.pay(new Payment("seed-pay-2", "acct-1", 50, false));
+    relay.relayOnce();
+
+    // when: both restart under the same names, replay their own pending entries, then read pay-2
+    NaiveConsumer naiveAgain = t.naive("seed-naive");
+    naiveAgain.start();
+    await().dontCatchUncaughtExceptions().atMost(Duration.ofSeconds(10)).until(() -> naiveAgain.charged() == 2);
+    naiveAgain.close(Duration.ofSeconds(5));
+    LedgerConsumer ledgerAgain = t.ledger("seed-ledger", "seed-idem");
+    ConsumerTestKit.drain(ledgerAgain.consumer(), Duration.ofSeconds(10));
+    ledger.consumer().close();
+    ledgerAgain.close();
+    relay.close();
+
+    // then: naive=3, idempotent=2, and the audit names the redelivery by its message ID
+    assertThat(env.queryLong("SELECT count(*) FROM charge WHERE ledger = 'seed-naive'")).isEqualTo(3);
+    assertThat(env.queryLong("SELECT count(*) FROM charge WHERE ledger = 'seed-idem'")).isEqualTo(2);
+    assertThat(env.queryLong("SELECT sum(amount_cents) FROM charge WHERE ledger = 'seed-idem'")).isEqualTo(150);
+    assertThat(env.queryLong("SELECT count(*) FROM inbox WHERE consumer_group = 'seed-idem'")).isEqualTo(2);
+    assertThat(ledgerAgain.counters().duplicates()).isEqualTo(1);
+    LedgerAudit.Result naiveAudit = LedgerAudit.audit(env.dataSource(), env.schema(), "seed-naive");
+    assertThat(naiveAudit.duplicated()).isEqualTo(1);
+    assertThat(naiveAudit.byRedelivery()).isEqualTo(1);
+    assertThat(naiveAudit.duplicates()).singleElement().satisfies(d -> {
+      assertThat(d.paymentId()).isEqualTo("seed-pay-1");
+      assertThat(d.cause()).isEqualTo(LedgerAudit.Cause.REDELIVERY);
+      assertThat(d.messageIds()).hasSize(2).containsOnly(d.messageIds().get(0));
+    });
+  }
+}
