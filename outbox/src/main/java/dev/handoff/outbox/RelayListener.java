@@ -23,6 +23,12 @@ public interface RelayListener {
   default void published(ShardId shard, int rows, long oldestCreatedAtMillis) {}
 
   /**
+   * Rows were sent again (after a crash, a pause or a takeover) and Redis already held them under their IDs: they
+   * count as published and nothing was added twice.
+   */
+  default void alreadyPresent(ShardId shard, int rows) {}
+
+  /**
    * Redis refused a stream ID and the entry was not there: something else wrote the stream. The rows get fresh
    * IDs and are published again; this should never happen in a correct deployment.
    */

@@ -36,6 +36,9 @@ CREATE TABLE relay_lease (
     shard          integer      NOT NULL,
     owner          varchar(200),
     epoch          bigint       NOT NULL DEFAULT 0,
+    -- The Redis key prefix this stream is written under. One schema feeds one set of streams: a relay configured
+    -- with another prefix is refused, instead of taking the other streams' bookkeeping for lost data.
+    key_prefix     varchar(64),
     expires_at     timestamptz  NOT NULL DEFAULT '-infinity',
     -- Highest stream ID ever assigned for this stream.
     last_ms        bigint       NOT NULL DEFAULT 0,

@@ -310,7 +310,7 @@ public final class DefaultRelay implements Relay {
     try (Connection c = autocommit()) {
       if (!rowsEnsured) {
         for (ShardId shard : allShards) {
-          leases.ensureRow(c, shard);
+          leases.ensureRow(c, shard, config.keyPrefix());
         }
         rowsEnsured = true;
       }
@@ -499,9 +499,13 @@ public final class DefaultRelay implements Relay {
     List<OutboxRow> present = new ArrayList<>(chunk.size());
     List<OutboxRow> refused = new ArrayList<>();
     long oldestCreated = Long.MAX_VALUE;
+    int alreadyPresent = 0;
     for (int i = 0; i < chunk.size(); i++) {
       OutboxRow row = chunk.get(i);
       EntryStatus status = result.statuses().get(i);
+      if (status == EntryStatus.ALREADY_PRESENT) {
+        alreadyPresent++;
+      }
       if (status == EntryStatus.ADDED || status == EntryStatus.ALREADY_PRESENT) {
         present.add(row);
         oldestCreated = Math.min(oldestCreated, row.createdAt().toEpochMilli());
@@ -525,6 +529,10 @@ public final class DefaultRelay implements Relay {
     if (marked > 0) {
       long oldest = oldestCreated;
       notify(() -> listener.published(o.id, marked, oldest));
+    }
+    if (alreadyPresent > 0) {
+      int resent = alreadyPresent;
+      notify(() -> listener.alreadyPresent(o.id, resent));
     }
     return marked;
   }

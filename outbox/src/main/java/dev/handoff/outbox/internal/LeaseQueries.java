@@ -17,6 +17,7 @@ final class LeaseQueries {
   record Lease(long epoch, StreamId lastAssigned, StreamId watermark, long entriesAdded) {}
 
   private final String ensure;
+  private final String otherPrefix;
   private final String acquire;
   private final String release;
   private final String raiseLastAssigned;
@@ -29,7 +30,9 @@ final class LeaseQueries {
   LeaseQueries(String schema) {
     String lease = schema + ".relay_lease";
     String member = schema + ".relay_member";
-    ensure = "INSERT INTO " + lease + " (topic, shard) VALUES (?, ?) ON CONFLICT DO NOTHING";
+    ensure = "INSERT INTO " + lease + " (topic, shard, key_prefix) VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
+    otherPrefix = "SELECT topic, shard, key_prefix FROM " + lease
+        + " WHERE topic = ? AND shard = ? AND key_prefix IS DISTINCT FROM ?";
     // Renewal keeps the epoch; taking a lease that is free or expired bumps it, which fences the former owner.
     acquire = "UPDATE " + lease
         + " SET epoch = CASE WHEN owner = ? THEN epoch ELSE epoch + 1 END, owner = ?,"
@@ -50,11 +53,29 @@ final class LeaseQueries {
     forgetDeadMembers = "DELETE FROM " + member + " WHERE heartbeat_at < clock_timestamp() - make_interval(secs => ?)";
   }
 
-  void ensureRow(Connection c, ShardId shard) throws SQLException {
+  /**
+   * Creates the shard's lease row if needed.
+   *
+   * @throws IllegalStateException if the shard is already written under another Redis key prefix
+   */
+  void ensureRow(Connection c, ShardId shard, String keyPrefix) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(ensure)) {
       ps.setString(1, shard.topic());
       ps.setInt(2, shard.shard());
+      ps.setString(3, keyPrefix);
       ps.executeUpdate();
+    }
+    try (PreparedStatement ps = c.prepareStatement(otherPrefix)) {
+      ps.setString(1, shard.topic());
+      ps.setInt(2, shard.shard());
+      ps.setString(3, keyPrefix);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          throw new IllegalStateException("shard " + shard + " of this schema is relayed to Redis keys with prefix '"
+              + rs.getString(3) + "', but this relay is configured with keyPrefix '" + keyPrefix
+              + "'; use one key prefix per schema (or another schema)");
+        }
+      }
     }
   }
 

@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
@@ -130,12 +131,19 @@ class RelayExactlyOnceTest {
     assertThat(env.queryLong("select cardinality(batch_ids) from relay_lease where topic = 'orders'"))
         .as("the batch that reached Redis is still recorded as pending").isEqualTo(inStream);
 
-    try (Relay successor = relay("orders").leaseTtl(Duration.ofMillis(600)).build()) {
+    java.util.concurrent.atomic.AtomicLong resent = new java.util.concurrent.atomic.AtomicLong();
+    try (Relay successor = relay("orders").leaseTtl(Duration.ofMillis(600)).listener(new RelayListener() {
+      @Override
+      public void alreadyPresent(ShardId shard, int rows) {
+        resent.addAndGet(rows);
+      }
+    }).build()) {
       await().atMost(Duration.ofSeconds(20)).until(() -> {
         successor.relayOnce();
         return env.queryLong("select count(*) from outbox where published_at is null") == 0;
       });
     }
+    assertThat(resent.get()).as("the crashed batch was re-sent and found in the stream").isEqualTo(inStream);
     List<StreamAssertions.Entry> entries = StreamAssertions.entries(env.redis(), key("orders", 0));
     assertThat(entries).hasSize(300);
     assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize(300);

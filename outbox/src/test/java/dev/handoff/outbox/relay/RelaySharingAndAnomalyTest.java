@@ -39,6 +39,8 @@ class RelaySharingAndAnomalyTest {
   @BeforeEach
   void clean() {
     env.execute("TRUNCATE outbox, relay_lease, relay_member");
+    String orders = StreamFormat.streamKey(env.keyPrefix(), "orders", 0);
+    env.redis().del(orders, orders + ":relay");
   }
 
   @Test
@@ -107,6 +109,23 @@ class RelaySharingAndAnomalyTest {
         .get("message_id")).distinct()).hasSize(50);
     assertThat(env.queryLong("select count(*) from outbox where stream_ms >= ?", future)).isEqualTo(30);
     relay.close();
+  }
+
+  @Test
+  void aSecondKeyPrefixOnTheSameSchemaIsRefusedInsteadOfTakenForDataLoss() throws Exception {
+    appendTo("orders", 5);
+    try (Relay first = Relay.builder(env.dataSource(), env.redis()).schema(env.schema())
+            .keyPrefix(env.keyPrefix()).topic(TopicConfig.of("orders")).build();
+        Relay other = Relay.builder(env.dataSource(), env.redis()).schema(env.schema())
+            .keyPrefix(env.keyPrefix() + "-other").topic(TopicConfig.of("orders")).build()) {
+      assertThat(first.relayOnce().published()).isEqualTo(5);
+      org.assertj.core.api.Assertions.assertThatThrownBy(other::relayOnce)
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessageContaining("prefix '" + env.keyPrefix() + "'")
+          .hasMessageContaining("keyPrefix '" + env.keyPrefix() + "-other'");
+      assertThat(env.redis().exists(StreamFormat.streamKey(env.keyPrefix() + "-other", "orders", 0))).isFalse();
+      assertThat(env.redis().xlen(StreamFormat.streamKey(env.keyPrefix(), "orders", 0))).isEqualTo(5);
+    }
   }
 
   private long totalEntries() {
