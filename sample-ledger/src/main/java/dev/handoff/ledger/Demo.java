@@ -1,12 +1,19 @@
 package dev.handoff.ledger;
 
 import dev.handoff.consumer.ConsumerStatus;
+import dev.handoff.consumer.ListConsumer;
+import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.StreamConsumer;
+import dev.handoff.consumer.internal.DefaultListConsumer;
 import dev.handoff.consumer.internal.DefaultStreamConsumer;
 import dev.handoff.consumer.internal.FaultHook;
+import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.StreamMessage;
+import dev.handoff.outbox.Transport;
 import dev.handoff.outbox.internal.DefaultRelay;
 import dev.handoff.outbox.internal.RelayFaults;
 import java.io.PrintWriter;
@@ -46,22 +53,45 @@ import redis.clients.jedis.resps.StreamEntry;
  *       delivered again.
  * </ol>
  * The naive consumer (no inbox) suffers the same crash and the same replay, and charges twice for each.
+ *
+ * <p>On the list transport ({@link Config#transport()}) the same faults, where they apply: the worker dies after its
+ * commit and before its LREM, and its consumer stops as a killed process would (no more heartbeats), so another
+ * consumer's reaper returns its processing lists to the head of the lists once the heartbeat TTL expires; the relay
+ * dies after its RPUSH and before marking, and the second relay's push skips what is at or below the last-pushed
+ * marker; the poison payment is dead-lettered. A list keeps nothing once acknowledged, so there is no history to
+ * replay: instead every outbox message is pushed again onto its list with its original ID (what the relay does when
+ * Redis lost data), and the ledger must skip each one. There is no naive contrast on lists: a list element goes to
+ * one consumer, so a second group cannot read the same messages.
  */
 public final class Demo {
 
   /** What the demo runs with. */
   public record Config(int payments, String schema, String keyPrefix, Duration minIdle, Duration leaseTtl,
-      int maxDeliveries, Duration deadline) {
+      int maxDeliveries, Duration deadline, Transport transport, int listCapacity) {
+
+    /** The list transport's capacity per shard in the demo: small enough that the outbox holds some backlog. */
+    public static final int DEFAULT_LIST_CAPACITY = 1_000;
 
     public Config {
       if (payments < 10) {
         throw new IllegalArgumentException("--payments must be at least 10, was " + payments);
       }
+      if (listCapacity < 1) {
+        throw new IllegalArgumentException("--list-capacity must be at least 1, was " + listCapacity);
+      }
     }
 
     public static Config of(int payments, String schema, String keyPrefix) {
+      return of(payments, schema, keyPrefix, Transport.STREAM);
+    }
+
+    public static Config of(int payments, String schema, String keyPrefix, Transport transport) {
       return new Config(payments, schema, keyPrefix, Duration.ofSeconds(2), Duration.ofSeconds(1), 3,
-          Duration.ofMinutes(3));
+          Duration.ofMinutes(3), transport, DEFAULT_LIST_CAPACITY);
+    }
+
+    public boolean lists() {
+      return transport == Transport.LIST;
     }
   }
 
@@ -79,7 +109,7 @@ public final class Demo {
       long failed, long deadLettered, long reclaimed, long deadLetters, long replayed, long streamEntries,
       long streamMessages, long relayResent, Duration firstDrain, Duration elapsed, long naiveCharges,
       long naiveDoubleCharged, long naiveExtraCharges, long naiveCrashExtra, LedgerAudit.Result audit,
-      boolean completed) {
+      boolean completed, Transport transport, long listCapacity) {
 
     /** Every delivery the ledger consumers settled. */
     public long deliveries() {
@@ -103,20 +133,39 @@ public final class Demo {
       out.add(row("deliveries", deliveries(), String.format("charged %,d + duplicates skipped %,d + failed %,d"
           + " + dead-lettered %,d + committed by the killed worker %,d", charged, duplicates, failed, deadLettered,
           unreported)));
-      out.add(row("duplicates skipped", duplicates, String.format("the inbox skipped them: %,d replayed, the rest"
-          + " redelivered after the crash", replayed)));
-      out.add(row("reclaimed", reclaimed, "claimed from a dead or backing-off consumer (XAUTOCLAIM)"));
+      boolean lists = transport == Transport.LIST;
+      if (lists) {
+        out.add(row("duplicates skipped", duplicates, String.format("the inbox skipped them: %,d pushed again, the"
+            + " rest returned after the crash", replayed)));
+        out.add(row("reclaimed", reclaimed, "returned to the head of the lists by a reaper (a dead consumer's"
+            + " processing lists)"));
+      } else {
+        out.add(row("duplicates skipped", duplicates, String.format("the inbox skipped them: %,d replayed, the rest"
+            + " redelivered after the crash", replayed)));
+        out.add(row("reclaimed", reclaimed, "claimed from a dead or backing-off consumer (XAUTOCLAIM)"));
+      }
       out.add(row("dead letters", deadLetters, "the poison payment, after its last delivery"));
       out.add(String.format("%-20s %10.1fs  (%.1fs until every payment was charged)", "elapsed",
           elapsed.toMillis() / 1000.0, firstDrain.toMillis() / 1000.0));
       out.add(String.format("%-20s %,10.0f  payments/s end to end, faults included", "throughput", throughput()));
-      out.add(row("stream entries", streamEntries, String.format("%,d distinct messages: relay-2 re-sent %,d rows"
-          + " relay-1 had added, Redis refused them as already there", streamMessages, relayResent)));
-      out.add("");
-      out.add(String.format("naive consumer (no inbox, same stream, same crash and replay): %,d charges for %,d"
-          + " payments: %,d payments charged more than once, %,d extra charges (%,d after the crash between"
-          + " commit and XACK, %,d from the replay)", naiveCharges, payments - poison, naiveDoubleCharged,
-          naiveExtraCharges, naiveCrashExtra, naiveExtraCharges - naiveCrashExtra));
+      if (lists) {
+        out.add(row("list pushes", streamEntries, String.format("by the relays, for %,d outbox rows: relay-2 re-sent"
+            + " %,d rows relay-1 had pushed, the push script skipped them (at or below the last-pushed marker)",
+            streamMessages, relayResent)));
+        out.add(row("list capacity", listCapacity, "per shard, waiting + in processing; the outbox held the rest"));
+        out.add("");
+        out.add("naive consumer: not run on lists. A list element goes to one consumer, so a second, naive group"
+            + " cannot read the ledger's messages beside it (fan-out needs streams); run the demo with --transport"
+            + " stream for the contrast.");
+      } else {
+        out.add(row("stream entries", streamEntries, String.format("%,d distinct messages: relay-2 re-sent %,d rows"
+            + " relay-1 had added, Redis refused them as already there", streamMessages, relayResent)));
+        out.add("");
+        out.add(String.format("naive consumer (no inbox, same stream, same crash and replay): %,d charges for %,d"
+            + " payments: %,d payments charged more than once, %,d extra charges (%,d after the crash between"
+            + " commit and XACK, %,d from the replay)", naiveCharges, payments - poison, naiveDoubleCharged,
+            naiveExtraCharges, naiveCrashExtra, naiveExtraCharges - naiveCrashExtra));
+      }
       out.add("");
       out.addAll(audit.lines());
       if (!completed) {
@@ -191,6 +240,9 @@ public final class Demo {
     int n = config.payments();
     long poisonAt = n / 2;
     PaymentService payments = new PaymentService(dataSource, config.schema());
+    boolean lists = config.lists();
+    String push = lists ? "RPUSH" : "XADD";
+    String ack = lists ? "LREM" : "XACK";
 
     Relay relay1 = relay("relay-1");
     ((DefaultRelay) relay1).faults(new RelayFaults() {
@@ -199,39 +251,55 @@ public final class Demo {
         long written = relay1Written.addAndGet(rows);
         if (written >= n / 2 && relayKilled.compareAndSet(false, true)) {
           relayResent.set(rows);
-          event("FAULT relay-1 killed after XADD of %,d rows of shard %s, before marking them published", rows,
+          event("FAULT relay-1 killed after %s of %,d rows of shard %s, before marking them published", push, rows,
               shard);
-          throw new DemoCrash("relay killed after XADD");
+          throw new DemoCrash("relay killed after " + push);
         }
       }
     });
     LedgerConsumer a = ledger("ledger-a");
-    ((DefaultStreamConsumer) a.consumer()).faultHook(point -> {
+    FaultHook killAfterCommit = point -> {
       if (point == FaultHook.Point.AFTER_COMMIT && charged() >= n / 4 && consumerKilled.compareAndSet(false, true)) {
-        event("FAULT ledger-a: worker %s killed after its batch committed, before XACK: the batch stays pending,"
-            + " already charged", Thread.currentThread().getName());
+        event("FAULT ledger-a: worker %s killed after its batch committed, before %s: the batch stays %s, already"
+            + " charged", Thread.currentThread().getName(), ack, lists ? "in its processing list" : "pending");
         throw new DemoCrash("consumer killed after commit");
       }
-    });
+    };
+    if (lists) {
+      ((DefaultListConsumer) a.listConsumer()).faultHook(killAfterCommit);
+    } else {
+      ((DefaultStreamConsumer) a.consumer()).faultHook(killAfterCommit);
+    }
     LedgerConsumer b = ledger("ledger-b");
-    NaiveConsumer naive = new NaiveConsumer(dataSource, redis, config.schema(), config.keyPrefix(),
+    NaiveConsumer naive = lists ? null : new NaiveConsumer(dataSource, redis, config.schema(), config.keyPrefix(),
         NaiveConsumer.DEFAULT_GROUP, "naive", 2, 100, config.minIdle());
-    naive.afterCommit(() -> {
-      if (naive.charged() >= n / 4 && naiveKilled.compareAndSet(false, true)) {
-        naiveChargedAtCrash.set(naive.charged());
-        event("FAULT naive worker %s killed after its commit, before XACK", Thread.currentThread().getName());
-        throw new DemoCrash("naive consumer killed after commit");
-      }
-    });
+    if (naive != null) {
+      naive.afterCommit(() -> {
+        if (naive.charged() >= n / 4 && naiveKilled.compareAndSet(false, true)) {
+          naiveChargedAtCrash.set(naive.charged());
+          event("FAULT naive worker %s killed after its commit, before XACK", Thread.currentThread().getName());
+          throw new DemoCrash("naive consumer killed after commit");
+        }
+      });
+    }
 
-    out.printf("demo: %,d payments (1 poison), relay-1, consumers ledger-a and ledger-b (2 workers each), and a"
-        + " naive consumer on the same stream%n", n);
+    if (lists) {
+      out.printf("demo: %,d payments (1 poison) on Redis lists (capacity %,d per shard, %d shards), relay-1,"
+          + " consumers ledger-a and ledger-b (2 workers each); no naive consumer (a list element goes to one"
+          + " consumer)%n", n, config.listCapacity(), PaymentEvents.SHARDS);
+    } else {
+      out.printf("demo: %,d payments (1 poison), relay-1, consumers ledger-a and ledger-b (2 workers each), and a"
+          + " naive consumer on the same stream%n", n);
+    }
     relay1.start();
     a.start();
     b.start();
-    naive.start();
-    StreamConsumer ledgerProbe = probe(LedgerConsumer.DEFAULT_GROUP);
-    StreamConsumer naiveProbe = probe(NaiveConsumer.DEFAULT_GROUP);
+    if (naive != null) {
+      naive.start();
+    }
+    StreamConsumer ledgerProbe = lists ? null : probe(LedgerConsumer.DEFAULT_GROUP);
+    StreamConsumer naiveProbe = lists ? null : probe(NaiveConsumer.DEFAULT_GROUP);
+    ListConsumer listProbe = lists ? listProbe() : null;
 
     Thread producer = new Thread(() -> produce(payments, n, poisonAt), "ledger-demo-producer");
     long t0 = System.nanoTime();
@@ -254,11 +322,22 @@ public final class Demo {
         }
         if (consumerKilled.get() && !consumerRestarted) {
           consumerRestarted = true;
-          a.close(Duration.ofSeconds(10));
-          LedgerConsumer a2 = ledger("ledger-a2");
-          a2.start();
-          event("ledger-a replaced by ledger-a2: the dead worker's pending entries are claimed after minIdle (%s)",
-              seconds(config.minIdle()));
+          if (lists) {
+            // A dead worker's consumer still beats for it: stop the whole consumer as a killed process stops.
+            ((DefaultListConsumer) a.listConsumer()).halt();
+            a.close(Duration.ofSeconds(1));
+            LedgerConsumer a2 = ledger("ledger-a2");
+            a2.start();
+            event("ledger-a's process dies with it: no more heartbeats, its processing lists stay; a reaper returns"
+                + " them to the head of the lists when the heartbeat expires (TTL %s); ledger-a2 started",
+                seconds(config.minIdle()));
+          } else {
+            a.close(Duration.ofSeconds(10));
+            LedgerConsumer a2 = ledger("ledger-a2");
+            a2.start();
+            event("ledger-a replaced by ledger-a2: the dead worker's pending entries are claimed after minIdle"
+                + " (%s)", seconds(config.minIdle()));
+          }
         }
         if (System.nanoTime() >= nextProgress) {
           progress(naive);
@@ -268,8 +347,8 @@ public final class Demo {
           throw new LedgerException("creating payments failed: " + producerFailure.get().getMessage(),
               producerFailure.get());
         }
-        if (paid.get() == n && drained(ledgerProbe, 1)
-            && drained(naiveProbe, 0) && unpublished() == 0) {
+        if (paid.get() == n && drained(ledgerProbe, listProbe, 1)
+            && (naiveProbe == null || drained(naiveProbe, null, 0)) && unpublished() == 0) {
           break;
         }
         if (System.nanoTime() > deadline) {
@@ -282,12 +361,23 @@ public final class Demo {
       if (completed) {
         progress(naive);
         event("every payment is charged (%.1fs)", firstDrain.toMillis() / 1000.0);
-        replayed = replay();
-        event("FAULT replay: both groups set back to 0-0; every retained message (%,d) is delivered again",
-            replayed);
+        long duplicatesBefore = duplicates();
+        if (lists) {
+          event("REPLAY on lists: a list keeps nothing once acknowledged, so there is no history to set back to 0-0;"
+              + " instead every outbox message is pushed again onto its list with its original ID (what the relay"
+              + " does after Redis lost data)");
+          replayed = repush();
+          event("FAULT re-push: %,d messages pushed again; the ledger consumers take each one and must skip it",
+              replayed);
+        } else {
+          replayed = replay();
+          event("FAULT replay: both groups set back to 0-0; every retained message (%,d) is delivered again",
+              replayed);
+        }
         long replayDeadline = System.nanoTime() + config.deadline().toNanos();
         nextProgress = System.nanoTime() + 1_000_000_000L;
-        while (!(drained(ledgerProbe, 1) && drained(naiveProbe, 0) && duplicates() >= replayed)) {
+        while (!(drained(ledgerProbe, listProbe, 1) && (naiveProbe == null || drained(naiveProbe, null, 0))
+            && (lists ? duplicates() - duplicatesBefore : duplicates()) >= replayed)) {
           if (System.nanoTime() > replayDeadline) {
             completed = false;
             break;
@@ -305,9 +395,13 @@ public final class Demo {
       for (LedgerConsumer c : ledgerConsumers) {
         c.close(Duration.ofSeconds(10));
       }
-      naive.close(Duration.ofSeconds(10));
-      ledgerProbe.close();
-      naiveProbe.close();
+      if (naive != null) {
+        naive.close(Duration.ofSeconds(10));
+        ledgerProbe.close();
+        naiveProbe.close();
+      } else {
+        listProbe.close();
+      }
       if (relay2 != null) {
         relay2.close(Duration.ofSeconds(5));
       }
@@ -318,7 +412,7 @@ public final class Demo {
   }
 
   private Relay relay(String owner) {
-    return Relay.builder(dataSource, redis)
+    RelayBuilder builder = Relay.builder(dataSource, redis)
         .schema(config.schema())
         .keyPrefix(config.keyPrefix())
         .topic(PaymentEvents.TOPIC_CONFIG)
@@ -326,8 +420,11 @@ public final class Demo {
         .leaseTtl(config.leaseTtl())
         .idlePollInterval(Duration.ofMillis(200))
         .maintenanceInterval(Duration.ofHours(1)) // no trimming during the demo: the replay sees every message
-        .drainTimeout(Duration.ofSeconds(5))
-        .build();
+        .drainTimeout(Duration.ofSeconds(5));
+    if (config.lists()) {
+      builder.listTransport(config.listCapacity());
+    }
+    return builder.build();
   }
 
   private LedgerConsumer ledger(String name) {
@@ -335,6 +432,7 @@ public final class Demo {
         .redisConfig(redisConfig)
         .schema(config.schema())
         .keyPrefix(config.keyPrefix())
+        .transport(config.transport())
         .consumerName(name)
         .workers(2)
         .batchSize(100)
@@ -361,6 +459,19 @@ public final class Demo {
         .build();
   }
 
+  private ListConsumer listProbe() {
+    return ListConsumer.builder(dataSource, redisServer)
+        .redisConfig(redisConfig)
+        .schema(config.schema())
+        .keyPrefix(config.keyPrefix())
+        .topic(PaymentEvents.TOPIC_CONFIG)
+        .group(LedgerConsumer.DEFAULT_GROUP)
+        .batchHandler((tx, messages) -> {
+          throw new IllegalStateException("a probe never handles messages");
+        })
+        .build();
+  }
+
   private void produce(PaymentService payments, int n, long poisonAt) {
     try {
       List<Payment> batch = new ArrayList<>(100);
@@ -378,9 +489,65 @@ public final class Demo {
     }
   }
 
-  private boolean drained(StreamConsumer probe, long deadLetters) {
+  private boolean drained(StreamConsumer probe, ListConsumer listProbe, long deadLetters) {
+    if (listProbe != null) {
+      ListStatus s = listProbe.status();
+      return s.drained() && s.deadLetters() == deadLetters;
+    }
     ConsumerStatus s = probe.status();
     return s.drained() && s.deadLetters() == deadLetters && s.streams().stream().allMatch(x -> x.groupExists());
+  }
+
+  /**
+   * Lists keep no history: pushes every outbox message of the topic again onto its list, with the ID the relay gave
+   * it, in outbox order. Returns how many were pushed.
+   */
+  private long repush() {
+    long pushed = 0;
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement("SELECT id, message_id, shard, message_key, type, payload,"
+            + " headers::text, created_at, stream_ms, stream_seq FROM " + config.schema() + ".outbox WHERE topic = ?"
+            + " AND stream_ms IS NOT NULL ORDER BY id")) {
+      c.setAutoCommit(false);
+      ps.setFetchSize(1_000);
+      ps.setString(1, PaymentEvents.TOPIC);
+      try (ResultSet rs = ps.executeQuery()) {
+        List<List<byte[]>> perShard = new ArrayList<>();
+        for (int i = 0; i < PaymentEvents.SHARDS; i++) {
+          perShard.add(new ArrayList<>());
+        }
+        while (rs.next()) {
+          StreamMessage m = new StreamMessage(rs.getObject(2, java.util.UUID.class), rs.getLong(1),
+              PaymentEvents.TOPIC, rs.getString(5), rs.getString(4),
+              dev.handoff.outbox.internal.Json.readStringMap(rs.getString(7)),
+              rs.getTimestamp(8).toInstant(), rs.getBytes(6));
+          int shard = rs.getInt(3);
+          perShard.get(shard).add(ListFormat.encode(rs.getLong(9) + "-" + rs.getLong(10), m));
+          if (perShard.get(shard).size() == 500) {
+            pushed += rpush(shard, perShard.get(shard));
+          }
+        }
+        for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
+          pushed += rpush(shard, perShard.get(shard));
+        }
+      }
+      c.rollback();
+    } catch (SQLException e) {
+      throw new LedgerException("demo query failed: " + e.getMessage(), e);
+    }
+    return pushed;
+  }
+
+  private long rpush(int shard, List<byte[]> elements) {
+    if (elements.isEmpty()) {
+      return 0;
+    }
+    byte[] key = ListFormat.listKey(config.keyPrefix(), PaymentEvents.TOPIC, shard)
+        .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    redis.rpush(key, elements.toArray(byte[][]::new));
+    long n = elements.size();
+    elements.clear();
+    return n;
   }
 
   private long replay() {
@@ -421,6 +588,21 @@ public final class Demo {
       reclaimed += c.counters().reclaimed();
       dead += c.counters().deadLettered();
     }
+    if (naive == null) {
+      long waiting = 0;
+      long processing = 0;
+      for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
+        String list = ListFormat.listKey(config.keyPrefix(), PaymentEvents.TOPIC, shard);
+        waiting += redis.llen(list);
+        for (String p : redis.hkeys(ListFormat.consumersKey(list))) {
+          processing += redis.llen(p);
+        }
+      }
+      event("paid %,d/%,d  published %,d  (lists: waiting %,d, in processing %,d)  charged %,d  duplicates skipped"
+          + " %,d  reclaimed %,d  dead letters %d", paid.get(), config.payments(), published, waiting, processing,
+          charges, dup, reclaimed, dead);
+      return;
+    }
     event("paid %,d/%,d  published %,d  charged %,d  duplicates skipped %,d  reclaimed %,d  dead letters %d"
         + "  | naive charges %,d", paid.get(), config.payments(), published, charges, dup, reclaimed, dead,
         naive.charged());
@@ -456,12 +638,24 @@ public final class Demo {
     long naiveDouble = queryLong("SELECT count(*) FROM (SELECT payment_id FROM " + s + ".charge WHERE ledger = ?"
         + " GROUP BY payment_id HAVING count(*) > 1) d", NaiveConsumer.DEFAULT_GROUP);
     long naiveFromReplay = completed ? Math.min(naiveCharges - naiveDistinct, payments - poison) : 0;
-    long[] stream = streamCounts();
+    long[] stream = config.lists() ? listCounts() : streamCounts();
     LedgerAudit.Result audit = LedgerAudit.audit(dataSource, s, LedgerConsumer.DEFAULT_GROUP);
     return new Report(payments, poison, charges, handled, Math.max(0, charges - handled), duplicates, failed,
         deadLettered, reclaimed, deadLetters, replayed, stream[0], stream[1], relayResent.get(), firstDrain, elapsed,
         naiveCharges, naiveDouble, naiveCharges - naiveDistinct, naiveCharges - naiveDistinct - naiveFromReplay,
-        audit, completed);
+        audit, completed, config.transport(), config.listCapacity());
+  }
+
+  /** Elements the relays pushed (the relay hashes' counts) and the outbox rows of the topic. */
+  private long[] listCounts() {
+    long pushed = 0;
+    for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
+      String list = ListFormat.listKey(config.keyPrefix(), PaymentEvents.TOPIC, shard);
+      String added = redis.hget(ListFormat.relayKey(list), "added");
+      pushed += added == null ? 0 : Long.parseLong(added);
+    }
+    return new long[] {pushed, queryLong("SELECT count(*) FROM " + config.schema() + ".outbox WHERE topic = ?",
+        PaymentEvents.TOPIC)};
   }
 
   private long[] streamCounts() {
@@ -490,6 +684,10 @@ public final class Demo {
     if (payments > 0) {
       throw new LedgerException("schema '" + config.schema() + "' already holds " + payments
           + " payments; the demo needs a fresh one (pass another --schema)");
+    }
+    if (LedgerStatus.listKeysExist(redis, config.keyPrefix())) {
+      throw new LedgerException("Redis already holds the payments lists under prefix '" + config.keyPrefix()
+          + "'; the demo needs fresh keys (pass another --key-prefix)");
     }
     for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
       String key = StreamFormat.streamKey(config.keyPrefix(), PaymentEvents.TOPIC, shard);

@@ -4,9 +4,12 @@ import dev.handoff.consumer.ConsumerListener;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.FailureIsolation;
 import dev.handoff.consumer.InboundMessage;
+import dev.handoff.consumer.ListConsumer;
+import dev.handoff.consumer.ListConsumerBuilder;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.StreamConsumerBuilder;
 import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.Transport;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
@@ -23,10 +26,15 @@ import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
 
 /**
- * The ledger consumer: handoff's {@link StreamConsumer} on the {@value PaymentEvents#TOPIC} topic with the
- * {@link Ledger} as its batch handler. For each batch, in one transaction: the inbox markers, then one insert for
- * the charges of every message whose marker is new; commit; XACK. So a payment message is charged once per group
- * however often it is delivered: after a crash between commit and XACK, a reclaim, a replay or a relay re-send.
+ * The ledger consumer: handoff's {@link StreamConsumer} (or, with {@link Transport#LIST}, its {@link ListConsumer})
+ * on the {@value PaymentEvents#TOPIC} topic with the {@link Ledger} as its batch handler. For each batch, in one
+ * transaction: the inbox markers, then one insert for the charges of every message whose marker is new; commit;
+ * XACK (or LREM). So a payment message is charged once per group however often it is delivered: after a crash
+ * between commit and the acknowledgement, a reclaim (or a return by the reaper), a replay or a relay re-send.
+ *
+ * <p>On lists the stream-named settings map as the library maps them: {@code minIdle} is the heartbeat TTL (a
+ * consumer silent that long is presumed dead and its processing lists are returned), {@code reclaimInterval} the
+ * reaper interval. All consumers of the lists must share one group (a list element goes to one consumer).
  *
  * <p>The batch handler is used rather than a per-message handler because it writes a batch's charges in one round
  * trip, which runs near raw-insert speed (consumer README: about 3x a per-message handler). Its cost: when a batch
@@ -39,7 +47,9 @@ public final class LedgerConsumer implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(LedgerConsumer.class);
 
+  private final Transport transport;
   private final StreamConsumer consumer;
+  private final ListConsumer listConsumer;
   private final ConsumerCounters counters;
   private final DataSource dataSource;
   private final String schema;
@@ -58,26 +68,53 @@ public final class LedgerConsumer implements AutoCloseable {
     // handoff backs off by resetting idle time, so a backoff cannot exceed minIdle: follow a short minIdle.
     Duration maxBackoff = b.maxBackoff.compareTo(b.minIdle) > 0 ? b.minIdle : b.maxBackoff;
     Duration initialBackoff = b.initialBackoff.compareTo(maxBackoff) > 0 ? maxBackoff : b.initialBackoff;
-    StreamConsumerBuilder builder = StreamConsumer.builder(b.dataSource, b.redis)
-        .redisConfig(b.redisConfig)
-        .schema(b.schema)
-        .keyPrefix(b.keyPrefix)
-        .topic(PaymentEvents.TOPIC_CONFIG)
-        .group(b.group)
-        .batchHandler(ledger::charge)
-        .failureIsolation(FailureIsolation.OPTIMISTIC_BATCH)
-        .workers(b.workers)
-        .batchSize(b.batchSize)
-        .block(b.block)
-        .minIdle(b.minIdle)
-        .reclaimInterval(b.reclaimInterval)
-        .maxDeliveries(b.maxDeliveries)
-        .backoff(initialBackoff, maxBackoff)
-        .listener(extra == null ? counters : new Both(counters, extra));
-    if (b.consumerName != null) {
-      builder.consumerName(b.consumerName);
+    this.transport = b.transport;
+    ConsumerListener listener = extra == null ? counters : new Both(counters, extra);
+    if (b.transport == Transport.LIST) {
+      ListConsumerBuilder builder = ListConsumer.builder(b.dataSource, b.redis)
+          .redisConfig(b.redisConfig)
+          .schema(b.schema)
+          .keyPrefix(b.keyPrefix)
+          .topic(PaymentEvents.TOPIC_CONFIG)
+          .group(b.group)
+          .batchHandler(ledger::charge)
+          .failureIsolation(FailureIsolation.OPTIMISTIC_BATCH)
+          .workers(b.workers)
+          .batchSize(b.batchSize)
+          .block(b.block)
+          .heartbeatTtl(b.minIdle)
+          .reapInterval(b.reclaimInterval)
+          .maxDeliveries(b.maxDeliveries)
+          .backoff(initialBackoff, maxBackoff)
+          .listener(listener);
+      if (b.consumerName != null) {
+        builder.consumerName(b.consumerName);
+      }
+      this.listConsumer = builder.build();
+      this.consumer = null;
+    } else {
+      StreamConsumerBuilder builder = StreamConsumer.builder(b.dataSource, b.redis)
+          .redisConfig(b.redisConfig)
+          .schema(b.schema)
+          .keyPrefix(b.keyPrefix)
+          .topic(PaymentEvents.TOPIC_CONFIG)
+          .group(b.group)
+          .batchHandler(ledger::charge)
+          .failureIsolation(FailureIsolation.OPTIMISTIC_BATCH)
+          .workers(b.workers)
+          .batchSize(b.batchSize)
+          .block(b.block)
+          .minIdle(b.minIdle)
+          .reclaimInterval(b.reclaimInterval)
+          .maxDeliveries(b.maxDeliveries)
+          .backoff(initialBackoff, maxBackoff)
+          .listener(listener);
+      if (b.consumerName != null) {
+        builder.consumerName(b.consumerName);
+      }
+      this.consumer = builder.build();
+      this.listConsumer = null;
     }
-    this.consumer = builder.build();
   }
 
   public static Builder builder(DataSource dataSource, HostAndPort redis) {
@@ -86,7 +123,11 @@ public final class LedgerConsumer implements AutoCloseable {
 
   /** Starts the workers (and, when enabled, the once-a-second flush of the counters). */
   public void start() {
-    consumer.start();
+    if (consumer != null) {
+      consumer.start();
+    } else {
+      listConsumer.start();
+    }
     if (persistStats) {
       flusher = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "ledger-stats-" + group);
@@ -97,9 +138,32 @@ public final class LedgerConsumer implements AutoCloseable {
     }
   }
 
-  /** The handoff consumer underneath (status, dead letters, replay). */
+  /**
+   * The handoff stream consumer underneath (status, dead letters, replay).
+   *
+   * @throws IllegalStateException if this ledger consumer runs on the list transport (see {@link #listConsumer()})
+   */
   public StreamConsumer consumer() {
+    if (consumer == null) {
+      throw new IllegalStateException("ledger consumer of group '" + group + "' runs on the list transport");
+    }
     return consumer;
+  }
+
+  /**
+   * The handoff list consumer underneath.
+   *
+   * @throws IllegalStateException if this ledger consumer runs on the stream transport (see {@link #consumer()})
+   */
+  public ListConsumer listConsumer() {
+    if (listConsumer == null) {
+      throw new IllegalStateException("ledger consumer of group '" + group + "' runs on the stream transport");
+    }
+    return listConsumer;
+  }
+
+  public Transport transport() {
+    return transport;
   }
 
   public ConsumerCounters counters() {
@@ -112,16 +176,21 @@ public final class LedgerConsumer implements AutoCloseable {
 
   /** Retries one dead letter; see {@link StreamConsumer#retry(long)}. */
   public boolean retry(long deadLetterId) {
-    return consumer.retry(deadLetterId);
+    return consumer != null ? consumer.retry(deadLetterId) : listConsumer.retry(deadLetterId);
+  }
+
+  /** Retries every retryable dead letter of the group; returns how many ran. */
+  public int retryAll() {
+    return consumer != null ? consumer.retryAll() : listConsumer.retryAll();
   }
 
   public List<DeadLetter> deadLetters(int limit) {
-    return consumer.deadLetters(limit);
+    return consumer != null ? consumer.deadLetters(limit) : listConsumer.deadLetters(limit);
   }
 
   /** Stops reading, lets batches in flight finish until {@code deadline}, flushes the counters. */
   public boolean close(Duration deadline) {
-    boolean clean = consumer.close(deadline);
+    boolean clean = consumer != null ? consumer.close(deadline) : listConsumer.close(deadline);
     if (flusher != null) {
       flusher.shutdownNow();
       flushQuietly();
@@ -150,6 +219,7 @@ public final class LedgerConsumer implements AutoCloseable {
     private String schema = "handoff";
     private String keyPrefix = StreamFormat.DEFAULT_KEY_PREFIX;
     private String group = DEFAULT_GROUP;
+    private Transport transport = Transport.STREAM;
     private String consumerName;
     private int workers = 2;
     private int batchSize = 100;
@@ -185,6 +255,15 @@ public final class LedgerConsumer implements AutoCloseable {
     /** The consumer group, also the ledger's name in {@code charge.ledger}. Defaults to {@value #DEFAULT_GROUP}. */
     public Builder group(String group) {
       this.group = group;
+      return this;
+    }
+
+    /**
+     * Streams (the default) or lists; must be the relay's. On lists {@code minIdle} is the heartbeat TTL and
+     * {@code reclaimInterval} the reaper interval.
+     */
+    public Builder transport(Transport transport) {
+      this.transport = Objects.requireNonNull(transport, "transport");
       return this;
     }
 

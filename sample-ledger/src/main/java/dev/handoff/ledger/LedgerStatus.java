@@ -1,9 +1,13 @@
 package dev.handoff.ledger;
 
 import dev.handoff.consumer.ConsumerStatus;
+import dev.handoff.consumer.ListConsumer;
+import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.migrations.SchemaNames;
+import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.Transport;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -29,6 +33,11 @@ import redis.clients.jedis.resps.StreamGroupInfo;
  * the backlog (never delivered), pending (delivered, not acknowledged) and its oldest age, consumers, the
  * delivery-count histogram, dead letters and duplicates skipped. Backlog and pending answer different questions
  * ({@code XPENDING} can be 0 while thousands of entries were never delivered), so they are never added together.
+ *
+ * <p>On the list transport: per shard waiting ({@code LLEN}), in processing per consumer (alive or not), the oldest
+ * element in processing and its age, the relay's capacity and the outbox backlog (the two bounds: the capacity
+ * covers waiting plus in processing, the outbox holds the rest), and the group's dead letters. Which transport is
+ * shown: the one asked for, or (auto) whichever has keys in Redis, both when both have.
  */
 public final class LedgerStatus {
 
@@ -43,13 +52,62 @@ public final class LedgerStatus {
   public record Group(String name, ConsumerStatus status, long deliveries, long duplicatesSkipped, long reclaimed,
       boolean countersRecorded) {}
 
-  /** Everything {@code status} shows. */
-  public record Snapshot(String schema, String keyPrefix, Instant at, List<Shard> shards, List<Group> groups) {}
+  /**
+   * The list transport's side: handoff's list status for one group plus the counters its ledger consumers record.
+   */
+  public record Lists(ListStatus status, long deliveries, long duplicatesSkipped, long reclaimed,
+      boolean countersRecorded) {}
 
-  /** Reads the status of the payments topic. */
+  /**
+   * Everything {@code status} shows.
+   *
+   * @param streams whether the stream side (stream columns, groups) is shown
+   * @param lists the list side, or {@code null} when it is not shown
+   */
+  public record Snapshot(String schema, String keyPrefix, Instant at, List<Shard> shards, List<Group> groups,
+      boolean streams, Lists lists) {}
+
+  /** Reads the status of the payments topic on the streams. */
   public static Snapshot collect(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer,
       JedisClientConfig redisConfig, String schema, String keyPrefix) {
+    return collect(dataSource, redis, redisServer, redisConfig, schema, keyPrefix, Transport.STREAM,
+        LedgerConsumer.DEFAULT_GROUP);
+  }
+
+  /** Whether Redis holds any of the list transport's keys for the payments topic under {@code keyPrefix}. */
+  public static boolean listKeysExist(UnifiedJedis redis, String keyPrefix) {
+    for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
+      String list = ListFormat.listKey(keyPrefix, PaymentEvents.TOPIC, shard);
+      if (redis.exists(list) || redis.exists(ListFormat.relayKey(list)) || redis.exists(ListFormat.consumersKey(list))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Whether Redis holds any stream of the payments topic under {@code keyPrefix}. */
+  public static boolean streamsExist(UnifiedJedis redis, String keyPrefix) {
+    for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
+      if (redis.exists(StreamFormat.streamKey(keyPrefix, PaymentEvents.TOPIC, shard))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Reads the status of the payments topic.
+   *
+   * @param transport the transport to show, or {@code null} for whichever has keys in Redis (both when both have,
+   *     streams when neither has)
+   * @param listGroup the consumer group whose list status (dead letters, counters) is shown
+   */
+  public static Snapshot collect(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer,
+      JedisClientConfig redisConfig, String schema, String keyPrefix, Transport transport, String listGroup) {
     String s = SchemaNames.requireValid(schema);
+    boolean showLists = transport == Transport.LIST || transport == null && listKeysExist(redis, keyPrefix);
+    boolean showStreams = transport == Transport.STREAM
+        || transport == null && (!showLists || streamsExist(redis, keyPrefix));
     Instant now = Instant.now();
     List<Shard> shards = new ArrayList<>();
     TreeSet<String> groupNames = new TreeSet<>();
@@ -89,7 +147,7 @@ public final class LedgerStatus {
           first = f.isEmpty() ? null : f.get(0).getID().toString();
           last = z.isEmpty() ? null : z.get(0).getID().toString();
         }
-        if (exists) {
+        if (exists && showStreams) {
           for (StreamGroupInfo g : redis.xinfoGroups(key)) {
             groupNames.add(g.getName());
           }
@@ -127,9 +185,39 @@ public final class LedgerStatus {
         }
         groups.add(new Group(name, status, counters[0], counters[1], counters[2], recorded));
       }
-      return new Snapshot(schema, keyPrefix, now, shards, groups);
+      Lists lists = null;
+      if (showLists) {
+        ListStatus status;
+        try (ListConsumer probe = ListConsumer.builder(dataSource, redisServer)
+            .redisConfig(redisConfig)
+            .schema(schema)
+            .keyPrefix(keyPrefix)
+            .topic(PaymentEvents.TOPIC_CONFIG)
+            .group(listGroup)
+            .batchHandler((tx, messages) -> {
+              throw new IllegalStateException("status never handles messages");
+            })
+            .build()) {
+          status = probe.status(); // never started: no heartbeat, no registration, nothing taken
+        }
+        long[] counters = counters(c, s, listGroup);
+        lists = new Lists(status, counters[0], counters[1], counters[2], counters != NO_COUNTERS);
+      }
+      return new Snapshot(schema, keyPrefix, now, shards, groups, showStreams, lists);
     } catch (SQLException e) {
       throw new LedgerException("could not read the status: " + e.getMessage(), e);
+    }
+  }
+
+  private static final long[] NO_COUNTERS = {0, 0, 0};
+
+  private static long[] counters(Connection c, String schema, String group) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement("SELECT deliveries, duplicates_skipped, reclaimed FROM " + schema
+        + ".consumer_stats WHERE consumer_group = ?")) {
+      ps.setString(1, group);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? new long[] {rs.getLong(1), rs.getLong(2), rs.getLong(3)} : NO_COUNTERS;
+      }
     }
   }
 
@@ -140,6 +228,8 @@ public final class LedgerStatus {
     m.put("key_prefix", snap.keyPrefix());
     m.put("topic", PaymentEvents.TOPIC);
     m.put("at", snap.at().toString());
+    m.put("transports", snap.lists() == null ? List.of("stream")
+        : snap.streams() ? List.of("stream", "list") : List.of("list"));
     List<Object> shards = new ArrayList<>();
     for (Shard s : snap.shards()) {
       Map<String, Object> x = new LinkedHashMap<>();
@@ -189,7 +279,50 @@ public final class LedgerStatus {
       groups.add(x);
     }
     m.put("groups", groups);
+    if (snap.lists() != null) {
+      m.put("lists", listsMap(snap.lists()));
+    }
     return m;
+  }
+
+  private static Map<String, Object> listsMap(Lists lists) {
+    ListStatus st = lists.status();
+    Map<String, Object> x = new LinkedHashMap<>();
+    x.put("group", st.group());
+    x.put("waiting", st.waiting());
+    x.put("in_processing", st.inProcessing());
+    x.put("outbox_backlog", st.outboxBacklog());
+    x.put("dead_letters", st.deadLetters());
+    x.put("deliveries", lists.countersRecorded() ? lists.deliveries() : null);
+    x.put("duplicates_skipped", lists.countersRecorded() ? lists.duplicatesSkipped() : null);
+    x.put("reclaimed", lists.countersRecorded() ? lists.reclaimed() : null);
+    List<Object> per = new ArrayList<>();
+    for (int i = 0; i < st.shards().size(); i++) {
+      ListStatus.ShardStatus ss = st.shards().get(i);
+      Map<String, Object> y = new LinkedHashMap<>();
+      y.put("shard", i);
+      y.put("list", ss.listKey());
+      y.put("capacity", ss.capacity() < 0 ? null : ss.capacity());
+      y.put("waiting", ss.waiting());
+      y.put("in_processing", ss.inProcessing());
+      y.put("outbox_backlog", ss.outboxBacklog());
+      List<Object> consumers = new ArrayList<>();
+      new java.util.TreeMap<>(ss.processing()).forEach((name, n) -> {
+        Map<String, Object> z = new LinkedHashMap<>();
+        z.put("consumer", name);
+        z.put("in_processing", n);
+        z.put("alive", Boolean.TRUE.equals(ss.alive().get(name)));
+        consumers.add(z);
+      });
+      y.put("consumers", consumers);
+      y.put("oldest_in_processing", ss.oldestInProcessingId());
+      y.put("oldest_in_processing_age_ms",
+          ss.oldestInProcessingAge() == null ? null : ss.oldestInProcessingAge().toMillis());
+      y.put("last_pushed", ss.lastPushedId());
+      per.add(y);
+    }
+    x.put("shards", per);
+    return x;
   }
 
   /** The snapshot for people: one table for the producer side, one per group. */
@@ -198,6 +331,16 @@ public final class LedgerStatus {
     out.add("topic " + PaymentEvents.TOPIC + " (" + PaymentEvents.SHARDS + " shards), schema " + snap.schema()
         + ", key prefix " + snap.keyPrefix());
     out.add("");
+    if (!snap.streams()) {
+      out.add(String.format("%-5s %12s %12s  %-36s %6s", "shard", "outbox depth", "oldest unpub",
+          "relay lease owner", "epoch"));
+      for (Shard s : snap.shards()) {
+        out.add(String.format("%-5d %,12d %12s  %-36s %6d", s.shard(), s.outboxDepth(), age(s.oldestUnpublished()),
+            lease(s), s.leaseEpoch()));
+      }
+      listLines(snap.lists(), out);
+      return out;
+    }
     out.add(String.format("%-5s %12s %12s  %-36s %6s %10s  %-22s %-22s", "shard", "outbox depth", "oldest unpub",
         "relay lease owner", "epoch", "stream len", "first entry (age)", "last entry (age)"));
     for (Shard s : snap.shards()) {
@@ -226,7 +369,38 @@ public final class LedgerStatus {
             ss.pending(), age(ss.oldestPendingAge()), consumers(ss.consumers()), histogram(ss)));
       }
     }
+    if (snap.lists() != null) {
+      listLines(snap.lists(), out);
+    }
     return out;
+  }
+
+  private static void listLines(Lists lists, List<String> out) {
+    ListStatus st = lists.status();
+    out.add("");
+    out.add(String.format("lists, group %s: waiting %,d (pushed, not taken), in processing %,d (taken, not finished),"
+        + " outbox backlog %s (committed, not pushed), dead letters %d, %s", st.group(), st.waiting(),
+        st.inProcessing(), st.outboxBacklog() < 0 ? "unknown" : String.format("%,d", st.outboxBacklog()),
+        st.deadLetters(), lists.countersRecorded()
+            ? String.format("deliveries %,d, duplicates skipped %,d, reclaimed %,d", lists.deliveries(),
+                lists.duplicatesSkipped(), lists.reclaimed())
+            : "no counters recorded"));
+    out.add("  the capacity bounds waiting + in processing per shard; the outbox backlog is the rest");
+    out.add(String.format("  %-5s %10s %10s %10s %12s  %-26s %-22s %s", "shard", "capacity", "waiting", "in proc",
+        "outbox", "oldest in processing (age)", "last pushed", "consumers (in processing, alive)"));
+    for (int i = 0; i < st.shards().size(); i++) {
+      ListStatus.ShardStatus ss = st.shards().get(i);
+      String oldest = ss.oldestInProcessingId() == null ? "-"
+          : ss.oldestInProcessingId() + " (" + age(ss.oldestInProcessingAge()) + ")";
+      StringBuilder holders = new StringBuilder();
+      new java.util.TreeMap<>(ss.processing()).forEach((name, n) -> holders.append(holders.length() == 0 ? "" : ", ")
+          .append(name).append('=').append(n).append(Boolean.TRUE.equals(ss.alive().get(name)) ? " alive"
+              : " dead"));
+      out.add(String.format("  %-5d %10s %,10d %,10d %12s  %-26s %-22s %s", i,
+          ss.capacity() < 0 ? "-" : String.format("%,d", ss.capacity()), ss.waiting(), ss.inProcessing(),
+          ss.outboxBacklog() < 0 ? "?" : String.format("%,d", ss.outboxBacklog()), oldest,
+          ss.lastPushedId() == null ? "-" : ss.lastPushedId(), holders.length() == 0 ? "-" : holders));
+    }
   }
 
   private static String lease(Shard s) {

@@ -6,6 +6,7 @@ import dev.handoff.ledger.ConsumerCounters;
 import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.NaiveConsumer;
+import dev.handoff.outbox.Transport;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -20,7 +21,10 @@ import redis.clients.jedis.RedisClient;
 /**
  * {@code consume}: runs the ledger consumer (or, with {@code --naive}, the consumer without an inbox) until SIGTERM,
  * then finishes the batches in flight and exits 0. SIGKILL is safe: what was committed but not acknowledged is
- * delivered again and skipped by the inbox.
+ * delivered again and skipped by the inbox. {@code --transport list} takes from the relay's lists instead (BLMOVE
+ * into a processing list per worker, LREM after the commit); a killed consumer's processing lists are returned by
+ * another consumer's reaper once its heartbeat ({@code --min-idle}) expires, or at once when it restarts under the
+ * same {@code --name}.
  */
 @Command(name = "consume", description = "Runs the ledger consumer until SIGTERM; safe to SIGKILL and restart.")
 final class ConsumeCommand implements Callable<Integer> {
@@ -28,22 +32,28 @@ final class ConsumeCommand implements Callable<Integer> {
   @Mixin
   ConnectionOptions connection;
 
+  @Option(names = "--transport", defaultValue = TransportOption.DEFAULT,
+      description = "stream or list, as the relay runs (env HANDOFF_TRANSPORT; default stream)")
+  String transport;
+
   @Option(names = "--group", description = "consumer group, also the ledger charges are booked into"
-      + " (default ledger, or naive with --naive)")
+      + " (default ledger, or naive with --naive); with --transport list every consumer must use the same group")
   String group;
 
   @Option(names = "--workers", defaultValue = "2", description = "worker threads (${DEFAULT-VALUE})")
   int workers;
 
-  @Option(names = "--naive", description = "charge without an inbox (read, charge, XACK): redeliveries charge twice")
+  @Option(names = "--naive", description = "charge without an inbox (read, charge, XACK): redeliveries charge twice;"
+      + " streams only")
   boolean naive;
 
   @Option(names = "--name", description = "consumer name (default host-pid-random); reuse it after a crash to"
-      + " replay this consumer's pending entries at once")
+      + " replay this consumer's pending entries (on lists: its processing lists) at once")
   String name;
 
-  @Option(names = "--min-idle", defaultValue = "PT30S",
-      description = "idle time after which another consumer's pending entry is claimed (${DEFAULT-VALUE})")
+  @Option(names = "--min-idle", description = "streams: idle time after which another consumer's pending entry is"
+      + " claimed (default PT30S); lists: the heartbeat TTL after which a silent consumer's processing lists are"
+      + " returned to the head of the lists (default PT15S)")
   Duration minIdle;
 
   @Option(names = "--batch-size", defaultValue = "100", description = "entries per transaction (${DEFAULT-VALUE})")
@@ -65,6 +75,12 @@ final class ConsumeCommand implements Callable<Integer> {
     if (workers < 1 || workers > 64) {
       throw new LedgerException("--workers must be between 1 and 64, was " + workers);
     }
+    Transport t = TransportOption.parse(transport);
+    if (naive && t == Transport.LIST) {
+      throw new LedgerException("--naive runs on streams only: a list element goes to one consumer, so a naive"
+          + " group cannot read the ledger's messages beside it");
+    }
+    Duration idle = minIdle != null ? minIdle : t == Transport.LIST ? Duration.ofSeconds(15) : Duration.ofSeconds(30);
     String schema = connection.schema();
     String keyPrefix = connection.keyPrefix();
     String g = group != null ? group : naive ? NaiveConsumer.DEFAULT_GROUP : LedgerConsumer.DEFAULT_GROUP;
@@ -75,7 +91,7 @@ final class ConsumeCommand implements Callable<Integer> {
       if (naive) {
         try (RedisClient redis = connection.redis(workers + 2)) {
           NaiveConsumer consumer = new NaiveConsumer(db, redis, schema, keyPrefix, g, consumerName, workers,
-              batchSize, minIdle);
+              batchSize, idle);
           consumer.start();
           log.info("naive consumer {} of group '{}' running ({} workers); SIGTERM to stop", consumerName, g, workers);
           stop.await();
@@ -93,21 +109,24 @@ final class ConsumeCommand implements Callable<Integer> {
           .redisConfig(redis.config())
           .schema(schema)
           .keyPrefix(keyPrefix)
+          .transport(t)
           .group(g)
           .consumerName(consumerName)
           .workers(workers)
           .batchSize(batchSize)
-          .minIdle(minIdle)
+          .minIdle(idle)
           .maxDeliveries(maxDeliveries)
           .build();
       consumer.start();
-      log.info("ledger consumer {} of group '{}' running ({} workers); SIGTERM to stop", consumerName, g, workers);
+      log.info("ledger consumer {} of group '{}' running on {} ({} workers); SIGTERM to stop", consumerName, g,
+          t == Transport.LIST ? "lists" : "streams", workers);
       stop.await();
       boolean clean = consumer.close(drainTimeout);
       ConsumerCounters c = consumer.counters();
       spec.commandLine().getOut().printf("ledger consumer %s stopped%s: deliveries %,d, charged %,d, duplicates"
           + " skipped %,d, reclaimed %,d, dead-lettered %,d%n", consumerName,
-          clean ? "" : " (batches in flight abandoned, left pending)", c.deliveries(), c.handled(), c.duplicates(),
+          clean ? "" : t == Transport.LIST ? " (batches in flight abandoned, returned to the lists)"
+              : " (batches in flight abandoned, left pending)", c.deliveries(), c.handled(), c.duplicates(),
           c.reclaimed(), c.deadLettered());
       return 0;
     }

@@ -38,6 +38,15 @@ final class DemoCommand implements Callable<Integer> {
       description = "Redis key prefix, whose streams must not exist yet (${DEFAULT-VALUE})")
   String keyPrefix;
 
+  @Option(names = "--transport", defaultValue = "stream", description = "stream or list: the transport the relay and"
+      + " the consumers run on (${DEFAULT-VALUE}); on lists the replay becomes a re-push of every message and there is"
+      + " no naive contrast")
+  String transport;
+
+  @Option(names = "--list-capacity", defaultValue = "" + Demo.Config.DEFAULT_LIST_CAPACITY,
+      description = "with --transport list: elements per shard waiting or in processing at most (${DEFAULT-VALUE})")
+  int listCapacity;
+
   @Option(names = "--verbose", description = "show handoff's own log lines (warnings and errors are shown anyway)")
   boolean verbose;
 
@@ -46,7 +55,9 @@ final class DemoCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    Demo.Config config = Demo.Config.of(payments, schema, keyPrefix);
+    Demo.Config base = Demo.Config.of(payments, schema, keyPrefix, TransportOption.parse(transport));
+    Demo.Config config = new Demo.Config(base.payments(), base.schema(), base.keyPrefix(), base.minIdle(),
+        base.leaseTtl(), base.maxDeliveries(), base.deadline(), base.transport(), listCapacity);
     Logging.handoff(verbose ? "INFO" : "ERROR");
     PrintWriter out = spec.commandLine().getOut();
     boolean embeddedPostgres = jdbcUrl == null || jdbcUrl.isBlank();

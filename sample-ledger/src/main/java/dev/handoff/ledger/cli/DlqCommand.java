@@ -123,7 +123,7 @@ final class DlqCommand implements Runnable {
                 : "dead letter " + which.id + " was retried before or its message was processed: nothing to do");
             return 0;
           }
-          int ran = ledger.consumer().retryAll();
+          int ran = ledger.retryAll();
           long left = ledger.deadLetters(10_000).stream().filter(d -> "dead".equals(d.status())).count();
           out.printf("retried %d dead letter(s); %d still dead%n", ran, left);
           return left == 0 ? 0 : 1;

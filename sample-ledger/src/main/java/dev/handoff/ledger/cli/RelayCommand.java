@@ -2,7 +2,10 @@ package dev.handoff.ledger.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.ledger.PaymentEvents;
+import dev.handoff.ledger.LedgerException;
 import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayBuilder;
+import dev.handoff.outbox.Transport;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -14,7 +17,9 @@ import redis.clients.jedis.RedisClient;
 
 /**
  * {@code relay}: publishes the payments topic until SIGTERM, then drains and exits 0. SIGKILL is safe: a restarted
- * (or another) relay takes the shards over when the lease expires and re-sends with the same stream IDs.
+ * (or another) relay takes the shards over when the lease expires and re-sends with the same stream IDs (on lists:
+ * behind the last-pushed marker, which skips what was pushed already). {@code --transport list} pushes onto one
+ * Redis list per shard, at most {@code --list-capacity} elements waiting or in processing; the outbox holds the rest.
  */
 @Command(name = "relay", description = "Runs a relay until SIGTERM (exit 0 after draining); safe to SIGKILL and"
     + " restart.")
@@ -30,22 +35,38 @@ final class RelayCommand implements Callable<Integer> {
       description = "how long SIGTERM waits for assigned rows to be published (${DEFAULT-VALUE})")
   Duration drainTimeout;
 
+  @Option(names = "--transport", defaultValue = TransportOption.DEFAULT,
+      description = "stream or list (env HANDOFF_TRANSPORT; default stream); the consumers must use the same")
+  String transport;
+
+  @Option(names = "--list-capacity", defaultValue = "10000", description = "with --transport list: elements per"
+      + " shard waiting in the list or in processing at most; the outbox holds the rest (${DEFAULT-VALUE})")
+  int listCapacity;
+
   @Override
   public Integer call() throws InterruptedException {
+    Transport t = TransportOption.parse(transport);
+    if (listCapacity < 1) {
+      throw new LedgerException("--list-capacity must be at least 1, was " + listCapacity);
+    }
     String schema = connection.schema();
     String keyPrefix = connection.keyPrefix();
     CountDownLatch stop = Signals.termination();
     try (HikariDataSource db = connection.migratedDatabase(4, "ledger-relay");
         RedisClient redis = connection.redis(8)) {
-      Relay relay = Relay.builder(db, redis)
+      RelayBuilder builder = Relay.builder(db, redis)
           .schema(schema)
           .keyPrefix(keyPrefix)
           .topic(PaymentEvents.TOPIC_CONFIG)
           .leaseTtl(leaseTtl)
-          .drainTimeout(drainTimeout)
-          .build();
+          .drainTimeout(drainTimeout);
+      if (t == Transport.LIST) {
+        builder.listTransport(listCapacity);
+      }
+      Relay relay = builder.build();
       relay.start();
-      LoggerFactory.getLogger(RelayCommand.class).info("relay running against {} and {}; SIGTERM to stop",
+      LoggerFactory.getLogger(RelayCommand.class).info("relay running ({}) against {} and {}; SIGTERM to stop",
+          t == Transport.LIST ? "lists, capacity " + listCapacity + " per shard" : "streams",
           connection.maskedJdbcUrl(), connection.maskedRedisUrl());
       stop.await();
       boolean drained = relay.close(drainTimeout);

@@ -2,7 +2,9 @@ package dev.handoff.ledger.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.ledger.Json;
+import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.LedgerStatus;
+import dev.handoff.outbox.Transport;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -12,10 +14,14 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import redis.clients.jedis.RedisClient;
 
-/** {@code status}: the outbox, the relay leases, the streams and every consumer group, from both servers. */
+/**
+ * {@code status}: the outbox, the relay leases, the streams and every consumer group (or the lists), from both
+ * servers.
+ */
 @Command(name = "status", description = "Outbox depth and age, relay leases, streams, and per consumer group the"
     + " backlog (never delivered), pending (delivered, unacknowledged), consumers, delivery counts, dead letters and"
-    + " duplicates skipped.")
+    + " duplicates skipped. On lists: waiting, in processing per consumer (alive or not), the oldest in processing,"
+    + " capacity, outbox backlog and dead letters.")
 final class StatusCommand implements Callable<Integer> {
 
   @Mixin
@@ -24,11 +30,20 @@ final class StatusCommand implements Callable<Integer> {
   @Option(names = "--json", description = "print the status as JSON")
   boolean json;
 
+  @Option(names = "--transport", defaultValue = "${env:HANDOFF_TRANSPORT:-auto}", description = "stream, list or"
+      + " auto: whichever has keys in Redis, both when both have (env HANDOFF_TRANSPORT; default auto)")
+  String transport;
+
+  @Option(names = "--group", defaultValue = LedgerConsumer.DEFAULT_GROUP,
+      description = "on lists: the consumer group whose dead letters and counters are shown (${DEFAULT-VALUE})")
+  String group;
+
   @Spec
   CommandSpec spec;
 
   @Override
   public Integer call() {
+    Transport t = "auto".equalsIgnoreCase(transport.trim()) ? null : TransportOption.parse(transport);
     String schema = connection.schema();
     String keyPrefix = connection.keyPrefix();
     Logging.handoff("WARN");
@@ -36,7 +51,7 @@ final class StatusCommand implements Callable<Integer> {
         RedisClient redis = connection.redis(2)) {
       ConnectionOptions.RedisTarget target = connection.redisTarget();
       LedgerStatus.Snapshot snap = LedgerStatus.collect(db, redis, target.server(), target.config(), schema,
-          keyPrefix);
+          keyPrefix, t, group);
       PrintWriter out = spec.commandLine().getOut();
       if (json) {
         out.println(Json.write(LedgerStatus.toMap(snap)));

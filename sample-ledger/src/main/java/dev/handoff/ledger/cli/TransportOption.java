@@ -1,0 +1,24 @@
+package dev.handoff.ledger.cli;
+
+import dev.handoff.ledger.LedgerException;
+import dev.handoff.outbox.Transport;
+import java.util.Locale;
+
+/** Reads {@code --transport} (or {@code HANDOFF_TRANSPORT}): {@code stream} or {@code list}. */
+final class TransportOption {
+
+  /** The picocli default of every {@code --transport} option that follows the environment. */
+  static final String DEFAULT = "${env:HANDOFF_TRANSPORT:-stream}";
+
+  private TransportOption() {}
+
+  static Transport parse(String value) {
+    String v = value == null ? "" : value.trim().toLowerCase(Locale.ROOT);
+    return switch (v) {
+      case "stream", "streams" -> Transport.STREAM;
+      case "list", "lists" -> Transport.LIST;
+      default -> throw new LedgerException("--transport (or HANDOFF_TRANSPORT) must be stream or list, was '"
+          + value + "'");
+    };
+  }
+}
