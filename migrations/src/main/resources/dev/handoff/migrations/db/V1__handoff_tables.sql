@@ -29,6 +29,10 @@ CREATE TABLE outbox (
 -- (the relay updates a row twice), and what would use them is rare (retention walks the primary key in id order;
 -- repair after Redis lost data scans one stream's rows).
 CREATE INDEX outbox_unpublished_idx ON outbox (topic, shard, id) WHERE published_at IS NULL;
+-- A queue table: rows change state fast, so statistics and dead index entries must not wait for 20% of the table
+-- to change (the default). With statistics that still say "everything is unpublished" after a large backlog
+-- arrived, the planner walks the primary key and skips every row published since, once per batch.
+ALTER TABLE outbox SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.01);
 
 -- One row per (topic, shard) stream: who may write it (lease with a fencing epoch) and what was assigned.
 CREATE TABLE relay_lease (
