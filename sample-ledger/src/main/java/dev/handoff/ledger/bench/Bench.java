@@ -170,9 +170,11 @@ public final class Bench {
     double insertSeconds = 0;
     if (config.retained() > 0) {
       String s1 = aux("empty");
+      prepareAux(s1, auxPrefix("empty"));
       empty = endToEnd("flat out, empty outbox", s1, auxPrefix("empty"), "e-", 0, 0, config.duration(), true);
       cleanUp(s1, auxPrefix("empty"));
       String s2 = aux("retained");
+      prepareAux(s2, auxPrefix("retained"));
       long t = System.nanoTime();
       retain(s2, config.retained());
       insertSeconds = (System.nanoTime() - t) / 1e9;
@@ -186,6 +188,7 @@ public final class Bench {
     Run overload = null;
     if (config.overload()) {
       String s = aux("overload");
+      prepareAux(s, auxPrefix("overload"));
       double rate = config.overloadRate();
       overload = endToEnd(String.format("overload: producers %,.0f/s, consumers limited to %,.0f/s", rate,
           rate / 10), s, auxPrefix("overload"), "o-", rate, rate / 10, config.duration(), false);
@@ -238,7 +241,7 @@ public final class Bench {
         + " raw XADD)", relayRate, 100 * relayRate / loop, 100 * relayRate / rawXadd);
 
     AtomicLong handled = new AtomicLong();
-    LedgerConsumer consumer = ledgerConsumer(schema, prefix, new ConsumerListener() {
+    LedgerConsumer consumer = ledgerConsumer(schema, prefix, "bench-parts", new ConsumerListener() {
       @Override
       public void handled(InboundMessage m) {
         handled.incrementAndGet();
@@ -553,9 +556,6 @@ public final class Bench {
 
   private Run endToEnd(String name, String schema, String prefix, String idPrefix, double rate, double consumerLimit,
       Duration duration, boolean drainAfter) {
-    if (!schema.equals(config.schema())) {
-      prepareAux(schema, prefix);
-    }
     event("%s: %s for %ds, %d producer(s) x %d payment(s)/tx, relay, %d worker(s) x batch %d, %d shards", name,
         rate == 0 ? "flat out" : String.format("%,.0f payments/s", rate), duration.toSeconds(), config.producers(),
         config.producerBatch(), config.workers(), config.batch(), config.shards());
@@ -568,7 +568,8 @@ public final class Bench {
     Relay relay = relay(schema, prefix, "bench-relay");
     long limitStart = System.nanoTime();
     AtomicLong limited = new AtomicLong();
-    LedgerConsumer consumer = ledgerConsumer(schema, prefix, new ConsumerListener() {
+    LedgerConsumer consumer = ledgerConsumer(schema, prefix, "bench-" + idPrefix.replace("-", ""),
+        new ConsumerListener() {
       @Override
       public void handled(InboundMessage m) {
         long now = System.nanoTime();
@@ -803,7 +804,7 @@ public final class Bench {
     event("  => %s: produced %,.0f/s, charged %,.0f/s (after %.0fs warm-up), end to end %,.0f/s; commit-to-charge"
         + " p50 %.1f ms p95 %.1f ms p99 %.1f ms max %.1f ms (%,d samples); db %,.0f tx/s; backlog growth %,.0f/s;"
         + " peak heap %,d MB%s", name, run.producedRate(), run.windowThroughput(), config.warmupSeconds(),
-        run.endToEnd(), run.p50(), run.p95(), run.p99(), run.max(), m, dbTps, growth, peakHeap >> 20,
+        drained ? run.endToEnd() : 0, run.p50(), run.p95(), run.p99(), run.max(), m, dbTps, growth, peakHeap >> 20,
         rate > 0 ? (run.sustained() ? "; SUSTAINED" : "; not sustained") : "");
     out.printf("e2e %s: payments %d charges %d%n", name, paid, charged);
     return run;
@@ -882,13 +883,13 @@ public final class Bench {
         .build();
   }
 
-  private LedgerConsumer ledgerConsumer(String schema, String prefix, ConsumerListener listener) {
+  private LedgerConsumer ledgerConsumer(String schema, String prefix, String name, ConsumerListener listener) {
     return LedgerConsumer.builder(dataSource, redisServer)
         .redisConfig(redisConfig)
         .schema(schema)
         .keyPrefix(prefix)
         .topic(config.topic())
-        .consumerName("bench")
+        .consumerName(name)
         .workers(config.workers())
         .batchSize(config.batch())
         .block(Duration.ofMillis(500))
