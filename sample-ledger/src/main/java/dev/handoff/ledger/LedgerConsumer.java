@@ -10,6 +10,7 @@ import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.StreamConsumerBuilder;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.Transport;
+import dev.handoff.outbox.TopicConfig;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
@@ -75,7 +76,7 @@ public final class LedgerConsumer implements AutoCloseable {
           .redisConfig(b.redisConfig)
           .schema(b.schema)
           .keyPrefix(b.keyPrefix)
-          .topic(PaymentEvents.TOPIC_CONFIG)
+          .topic(b.topic)
           .group(b.group)
           .batchHandler(ledger::charge)
           .failureIsolation(FailureIsolation.OPTIMISTIC_BATCH)
@@ -97,7 +98,7 @@ public final class LedgerConsumer implements AutoCloseable {
           .redisConfig(b.redisConfig)
           .schema(b.schema)
           .keyPrefix(b.keyPrefix)
-          .topic(PaymentEvents.TOPIC_CONFIG)
+          .topic(b.topic)
           .group(b.group)
           .batchHandler(ledger::charge)
           .failureIsolation(FailureIsolation.OPTIMISTIC_BATCH)
@@ -220,6 +221,7 @@ public final class LedgerConsumer implements AutoCloseable {
     private String keyPrefix = StreamFormat.DEFAULT_KEY_PREFIX;
     private String group = DEFAULT_GROUP;
     private Transport transport = Transport.STREAM;
+    private TopicConfig topic = PaymentEvents.TOPIC_CONFIG;
     private String consumerName;
     private int workers = 2;
     private int batchSize = 100;
@@ -264,6 +266,12 @@ public final class LedgerConsumer implements AutoCloseable {
      */
     public Builder transport(Transport transport) {
       this.transport = Objects.requireNonNull(transport, "transport");
+      return this;
+    }
+
+    /** The payments topic as the producers write it. Defaults to {@link PaymentEvents#TOPIC_CONFIG}. */
+    public Builder topic(TopicConfig topic) {
+      this.topic = topic;
       return this;
     }
 
@@ -371,6 +379,24 @@ public final class LedgerConsumer implements AutoCloseable {
     public void lost(String streamKey, String streamId) {
       first.lost(streamKey, streamId);
       second.lost(streamKey, streamId);
+    }
+
+    @Override
+    public void leaseLost(String streamKey, String streamId) {
+      first.leaseLost(streamKey, streamId);
+      second.leaseLost(streamKey, streamId);
+    }
+
+    @Override
+    public void groupRecreated(String streamKey) {
+      first.groupRecreated(streamKey);
+      second.groupRecreated(streamKey);
+    }
+
+    @Override
+    public void batchCommitted(int size, Duration elapsed) {
+      first.batchCommitted(size, elapsed);
+      second.batchCommitted(size, elapsed);
     }
   }
 }

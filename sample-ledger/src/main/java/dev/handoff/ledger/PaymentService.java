@@ -3,6 +3,7 @@ package dev.handoff.ledger;
 import dev.handoff.migrations.SchemaNames;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
+import dev.handoff.outbox.TopicConfig;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -30,8 +31,13 @@ public final class PaymentService {
   private final String insert;
 
   public PaymentService(DataSource dataSource, String schema) {
+    this(dataSource, schema, PaymentEvents.TOPIC_CONFIG);
+  }
+
+  /** A payment service writing to {@code topic} (the payments topic with another shard count, say). */
+  public PaymentService(DataSource dataSource, String schema, TopicConfig topic) {
     this.dataSource = dataSource;
-    this.outbox = Outbox.builder().schema(schema).topic(PaymentEvents.TOPIC_CONFIG).build();
+    this.outbox = Outbox.builder().schema(schema).topic(topic).build();
     // ON CONFLICT DO NOTHING waits for a concurrent insert of the same ID and then skips it: exactly one wins.
     this.insert = "INSERT INTO " + SchemaNames.requireValid(schema) + ".payment"
         + " (payment_id, account, amount_cents, poison)"

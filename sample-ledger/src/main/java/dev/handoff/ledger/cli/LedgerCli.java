@@ -14,7 +14,7 @@ import picocli.CommandLine.Command;
 @Command(name = "sample-ledger", mixinStandardHelpOptions = true, sortOptions = false,
     description = "The handoff sample billing ledger: payments through a transactional outbox into Redis Streams,"
         + " charged exactly once.",
-    subcommands = {DemoCommand.class, MigrateCommand.class, PayCommand.class, RelayCommand.class,
+    subcommands = {DemoCommand.class, BenchCommand.class, MigrateCommand.class, PayCommand.class, RelayCommand.class,
         ConsumeCommand.class, VerifyCommand.class, StatusCommand.class, DlqCommand.class,
         CommandLine.HelpCommand.class})
 public final class LedgerCli implements Runnable {

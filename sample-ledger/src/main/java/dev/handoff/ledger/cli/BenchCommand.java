@@ -1,0 +1,183 @@
+package dev.handoff.ledger.cli;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.ledger.EmbeddedServers;
+import dev.handoff.ledger.LedgerException;
+import dev.handoff.ledger.bench.Bench;
+import dev.handoff.ledger.bench.BenchReport;
+import dev.handoff.outbox.cli.Connections;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import redis.clients.jedis.RedisClient;
+
+/** {@code bench}: the end-to-end benchmark with its baselines and a report; see {@link Bench}. */
+@Command(name = "bench", description = "End-to-end benchmark: payments -> outbox -> relay -> Redis Streams ->"
+    + " ledger consumer, beside raw baselines of the same SQL and a raw pipelined XADD; writes report.md and SVG"
+    + " charts. Starts embedded PostgreSQL and Redis unless URLs are given.")
+final class BenchCommand implements Callable<Integer> {
+
+  @Option(names = "--rate", split = ",", defaultValue = "0",
+      description = "producer rate(s) in payments/s, comma-separated, one end-to-end run each; 0 = flat out"
+          + " (${DEFAULT-VALUE})")
+  List<Double> rates;
+
+  @Option(names = "--duration", defaultValue = "30s", description = "length of each end-to-end run: 30s, 2m, PT30S"
+      + " (${DEFAULT-VALUE})")
+  String duration;
+
+  @Option(names = "--producers", defaultValue = "2", description = "producer threads (${DEFAULT-VALUE})")
+  int producers;
+
+  @Option(names = "--producer-batch", defaultValue = "1",
+      description = "payments per producer transaction (${DEFAULT-VALUE}: one transaction per payment)")
+  int producerBatch;
+
+  @Option(names = "--shards", defaultValue = "4", description = "shards of the payments topic (${DEFAULT-VALUE})")
+  int shards;
+
+  @Option(names = "--workers", defaultValue = "2", description = "consumer worker threads (${DEFAULT-VALUE})")
+  int workers;
+
+  @Option(names = "--batch", defaultValue = "100", description = "consumer batch size (${DEFAULT-VALUE})")
+  int batch;
+
+  @Option(names = "--payments", defaultValue = "50000",
+      description = "backlog for the component measurements and their baselines (${DEFAULT-VALUE})")
+  int payments;
+
+  @Option(names = "--retained", defaultValue = "0",
+      description = "also run flat out with an empty outbox and with this many published rows retained, e.g."
+          + " 1000000 (default: skip)")
+  long retained;
+
+  @Option(names = "--overload", description = "also run producers ten times faster than rate-limited consumers")
+  boolean overload;
+
+  @Option(names = "--overload-rate", defaultValue = "2000",
+      description = "producer rate of the overload run; consumers get a tenth (${DEFAULT-VALUE})")
+  double overloadRate;
+
+  @Option(names = "--quick", description = "a few seconds in all (for tests): --duration 3s --payments 2000"
+      + " --rate 500 --overload --overload-rate 500, unless given")
+  boolean quick;
+
+  @Option(names = "--report", defaultValue = "bench-report", description = "folder of report.md and the charts"
+      + " (${DEFAULT-VALUE})")
+  Path report;
+
+  @Option(names = "--jdbc-url", description = "use this PostgreSQL instead of an embedded one")
+  String jdbcUrl;
+
+  @Option(names = "--redis-url", description = "use this Redis instead of an embedded one")
+  String redisUrl;
+
+  @Option(names = "--schema", defaultValue = "bench",
+      description = "schema, which must hold no payments yet; <schema>_parts, _empty, _retained, _overload are"
+          + " the benchmark's own and dropped (${DEFAULT-VALUE})")
+  String schema;
+
+  @Option(names = "--key-prefix", defaultValue = "bench", description = "Redis key prefix, whose streams must not"
+      + " exist yet; <prefix>-parts etc. are the benchmark's own (${DEFAULT-VALUE})")
+  String keyPrefix;
+
+  @Option(names = "--keep", description = "keep the auxiliary schemas and keys")
+  boolean keep;
+
+  @Option(names = "--verbose", description = "show handoff's own log lines (warnings and errors are shown anyway)")
+  boolean verbose;
+
+  @Spec
+  CommandSpec spec;
+
+  @Override
+  public Integer call() {
+    var parsed = spec.commandLine().getParseResult();
+    if (quick) {
+      if (!parsed.hasMatchedOption("--duration")) {
+        duration = "3s";
+      }
+      if (!parsed.hasMatchedOption("--payments")) {
+        payments = 2000;
+      }
+      if (!parsed.hasMatchedOption("--rate")) {
+        rates = List.of(500.0);
+      }
+      if (!parsed.hasMatchedOption("--overload-rate")) {
+        overloadRate = 500;
+      }
+      overload = true;
+    }
+    Bench.Config config;
+    try {
+      config = new Bench.Config(rates, parseDuration(duration), producers, producerBatch, shards, workers, batch,
+          payments, retained, overload, overloadRate, schema, keyPrefix, keep);
+    } catch (IllegalArgumentException e) {
+      throw new LedgerException(e.getMessage());
+    }
+    Logging.handoff(verbose ? "INFO" : "WARN");
+    PrintWriter out = spec.commandLine().getOut();
+    boolean embeddedPostgres = jdbcUrl == null || jdbcUrl.isBlank();
+    boolean embeddedRedis = redisUrl == null || redisUrl.isBlank();
+    long t0 = System.nanoTime();
+    try (EmbeddedServers servers = EmbeddedServers.start(embeddedPostgres, embeddedRedis)) {
+      String jdbc = embeddedPostgres ? servers.jdbcUrl() : jdbcUrl;
+      String redisAt = embeddedRedis ? servers.redisUrl() : redisUrl;
+      String described = embeddedPostgres && embeddedRedis ? servers.describe()
+          : embeddedPostgres ? servers.describe() + " and Redis " + Connections.mask(redisAt)
+          : embeddedRedis ? "PostgreSQL " + Connections.mask(jdbc) + " and " + servers.describe()
+          : "PostgreSQL " + Connections.mask(jdbc) + " and Redis " + Connections.mask(redisAt);
+      if (embeddedPostgres || embeddedRedis) {
+        out.printf("started %s in %.1fs%n", servers.describe(), (System.nanoTime() - t0) / 1e9);
+      }
+      try (HikariDataSource db = Connections.database(jdbc, producers + workers + 8, "ledger-bench");
+          RedisClient redis = Connections.redis(redisAt, 16)) {
+        ConnectionOptions.RedisTarget target = ConnectionOptions.parseRedisUrl(redisAt);
+        Bench.Result result = Bench.run(db, redis, target.server(), target.config(), config, described, out);
+        List<Path> files = BenchReport.write(result, report, "sample-ledger "
+            + String.join(" ", maskedArgs()));
+        out.println();
+        out.println("== targets ==");
+        for (BenchReport.Verdict v : BenchReport.verdicts(result)) {
+          out.printf("%-70s %-45s %s%n", v.target(), v.figure(), v.met());
+        }
+        out.printf("%nreport: %s (%d files)%n", files.get(0).toAbsolutePath(), files.size());
+        out.flush();
+        return 0;
+      }
+    }
+  }
+
+  private List<String> maskedArgs() {
+    return spec.commandLine().getParseResult().originalArgs().stream().map(Connections::mask).toList();
+  }
+
+  /** {@code 30s}, {@code 2m}, {@code 500ms}, {@code 30} (seconds) or ISO-8601 ({@code PT30S}). */
+  static Duration parseDuration(String s) {
+    String v = s.strip().toLowerCase(Locale.ROOT);
+    try {
+      if (v.startsWith("pt")) {
+        return Duration.parse(v);
+      }
+      if (v.endsWith("ms")) {
+        return Duration.ofMillis(Long.parseLong(v.substring(0, v.length() - 2)));
+      }
+      if (v.endsWith("s")) {
+        return Duration.ofMillis((long) (Double.parseDouble(v.substring(0, v.length() - 1)) * 1000));
+      }
+      if (v.endsWith("m")) {
+        return Duration.ofMillis((long) (Double.parseDouble(v.substring(0, v.length() - 1)) * 60_000));
+      }
+      return Duration.ofMillis((long) (Double.parseDouble(v) * 1000));
+    } catch (RuntimeException e) {
+      throw new LedgerException("--duration: expected 30s, 2m, 500ms or PT30S, was '" + s + "'");
+    }
+  }
+}

@@ -1,0 +1,65 @@
+package dev.handoff.ledger;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.handoff.ledger.cli.LedgerCli;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.TestEnvironment;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code bench --quick} against the test servers: it writes its report and its counts are the database's. */
+@HandoffTest
+class BenchTest {
+
+  private final TestEnvironment env;
+
+  BenchTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  @Test
+  void quickBenchWritesItsReportAndAgreesWithTheDatabase(@TempDir Path dir) throws Exception {
+    // when
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    Path report = dir.resolve("report");
+    int exit = LedgerCli.execute(new PrintWriter(out), new PrintWriter(err), "bench", "--quick", "--jdbc-url",
+        env.postgres().jdbcUrl(), "--redis-url", env.redisUri().toString(), "--schema", env.schema(),
+        "--key-prefix", env.keyPrefix(), "--report", report.toString());
+
+    // then
+    String printed = out.toString();
+    assertThat(exit).as("exit code; output:%n%s%nstderr:%n%s", printed, err).isZero();
+    for (String f : new String[] {"report.md", "throughput.svg", "latency-1.svg", "histogram-1.svg",
+        "overload-memory.svg", "overload-backlog.svg"}) {
+      assertThat(report.resolve(f)).as(f).isNotEmptyFile();
+    }
+    assertThat(Files.readString(report.resolve("throughput.svg"))).startsWith("<svg").contains("<polyline");
+    String md = Files.readString(report.resolve("report.md"));
+    assertThat(md).contains("## Targets", "## Components against their baselines", "raw pipelined XADD",
+        "raw batched insert of inbox marker + charge", "## Memory when producers outrun consumers tenfold",
+        "PostgreSQL 17", "| Redis | 7.");
+
+    // The main run's payments and charges, as printed, are the database's, one charge each.
+    Matcher m = Pattern.compile("^e2e run 1 \\(500/s\\): payments (\\d+) charges (\\d+)$", Pattern.MULTILINE)
+        .matcher(printed);
+    assertThat(m.find()).as("summary line in:%n%s", printed).isTrue();
+    long payments = Long.parseLong(m.group(1));
+    long charges = Long.parseLong(m.group(2));
+    assertThat(payments).isGreaterThan(500);
+    assertThat(charges).isEqualTo(payments);
+    assertThat(env.queryLong("SELECT count(*) FROM payment")).isEqualTo(payments);
+    assertThat(env.queryLong("SELECT count(*) FROM charge WHERE ledger = 'ledger'")).isEqualTo(charges);
+    assertThat(LedgerAudit.audit(env.dataSource(), env.schema(), "ledger").passed()).isTrue();
+    // The auxiliary schemas are gone.
+    assertThat(env.queryLong("SELECT count(*) FROM pg_namespace WHERE nspname LIKE ?", env.schema() + "\\_%"))
+        .isZero();
+  }
+}
