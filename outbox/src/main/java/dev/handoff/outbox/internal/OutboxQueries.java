@@ -23,6 +23,7 @@ import java.util.UUID;
 final class OutboxQueries {
 
   private final String assign;
+  private final String assignFrom;
   private final String pendingBatch;
   private final String assigned;
   private final String markPublished;
@@ -34,31 +35,8 @@ final class OutboxQueries {
     String outbox = schema + ".outbox";
     String lease = schema + ".relay_lease";
     String fence = "SELECT 1 FROM " + lease + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ?";
-    // One statement, one round trip: check the lease (and lock its row, so that a takeover waits for this to
-    // commit), take the next unassigned rows in id order up to a count and a payload size, and record them as the
-    // pending batch with consecutive stream IDs above the last one assigned. The rows themselves are not written.
-    assign = "WITH lease AS ("
-        + " SELECT last_ms, last_seq, batch_ids IS NOT NULL AS busy,"
-        + " GREATEST(last_ms, (extract(epoch FROM clock_timestamp()) * 1000)::bigint) AS ms"
-        + " FROM " + lease
-        + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? AND expires_at > clock_timestamp()"
-        + " FOR UPDATE),"
-        + " base AS (SELECT ms, CASE WHEN ms = last_ms THEN last_seq ELSE -1 END AS seq FROM lease WHERE NOT busy),"
-        + " candidates AS ("
-        + " SELECT o.id, o.message_id, o.message_key, o.type, o.payload, o.headers::text AS headers, o.created_at,"
-        + " sum(octet_length(o.payload)) OVER (ORDER BY o.id) - octet_length(o.payload) AS bytes_before"
-        + " FROM (SELECT * FROM " + outbox
-        + " WHERE topic = ? AND shard = ? AND published_at IS NULL AND stream_ms IS NULL"
-        + " AND EXISTS (SELECT 1 FROM base) ORDER BY id LIMIT ?) o),"
-        + " picked AS (SELECT *, row_number() OVER (ORDER BY id) AS rn FROM candidates WHERE bytes_before < ?),"
-        + " moved AS ("
-        + " UPDATE " + lease + " l SET last_ms = base.ms, last_seq = base.seq + (SELECT count(*) FROM picked),"
-        + " batch_ids = (SELECT array_agg(id ORDER BY id) FROM picked), batch_ms = base.ms, batch_seq = base.seq + 1,"
-        + " updated_at = now()"
-        + " FROM base WHERE l.topic = ? AND l.shard = ? AND EXISTS (SELECT 1 FROM picked))"
-        + " SELECT (SELECT count(*) FROM lease) AS owned, p.id, p.message_id, p.message_key, p.type, p.payload,"
-        + " p.headers, p.created_at, b.ms, b.seq + p.rn"
-        + " FROM (SELECT 1) one LEFT JOIN (picked p CROSS JOIN base b) ON true ORDER BY p.id";
+    assign = assignSql(outbox, lease, false);
+    assignFrom = assignSql(outbox, lease, true);
     pendingBatch = "SELECT l.batch_ids IS NOT NULL, o.id, o.message_id, o.message_key, o.type, o.payload,"
         + " o.headers::text, o.created_at, l.batch_ms, l.batch_seq + b.ord - 1"
         + " FROM " + lease + " l"
@@ -95,23 +73,65 @@ final class OutboxQueries {
         + " ORDER BY id LIMIT ?)";
   }
 
+  /**
+   * The assignment statement. The bounded form starts at an id and is used while a backlog drains; the unbounded
+   * form is a separate statement so that its plan is made without the bound (a bound of 0 in a generic plan can
+   * make the planner walk the primary key from the start).
+   */
+  private static String assignSql(String outbox, String lease, boolean bounded) {
+    // One statement, one round trip: check the lease (and lock its row, so that a takeover waits for this to
+    // commit), take the next unassigned rows in id order up to a count and a payload size, and record them as the
+    // pending batch with consecutive stream IDs above the last one assigned. The rows themselves are not written.
+    return "WITH lease AS ("
+        + " SELECT last_ms, last_seq, batch_ids IS NOT NULL AS busy,"
+        + " GREATEST(last_ms, (extract(epoch FROM clock_timestamp()) * 1000)::bigint) AS ms"
+        + " FROM " + lease
+        + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? AND expires_at > clock_timestamp()"
+        + " FOR UPDATE),"
+        + " base AS (SELECT ms, CASE WHEN ms = last_ms THEN last_seq ELSE -1 END AS seq FROM lease WHERE NOT busy),"
+        + " candidates AS ("
+        + " SELECT o.id, o.message_id, o.message_key, o.type, o.payload, o.headers::text AS headers, o.created_at,"
+        + " sum(octet_length(o.payload)) OVER (ORDER BY o.id) - octet_length(o.payload) AS bytes_before"
+        + " FROM (SELECT * FROM " + outbox
+        + " WHERE topic = ? AND shard = ? AND published_at IS NULL AND stream_ms IS NULL"
+        + (bounded ? " AND id >= ?" : "")
+        + " AND EXISTS (SELECT 1 FROM base) ORDER BY id LIMIT ?) o),"
+        + " picked AS (SELECT *, row_number() OVER (ORDER BY id) AS rn FROM candidates WHERE bytes_before < ?),"
+        + " moved AS ("
+        + " UPDATE " + lease + " l SET last_ms = base.ms, last_seq = base.seq + (SELECT count(*) FROM picked),"
+        + " batch_ids = (SELECT array_agg(id ORDER BY id) FROM picked), batch_ms = base.ms, batch_seq = base.seq + 1,"
+        + " updated_at = now()"
+        + " FROM base WHERE l.topic = ? AND l.shard = ? AND EXISTS (SELECT 1 FROM picked))"
+        + " SELECT (SELECT count(*) FROM lease) AS owned, p.id, p.message_id, p.message_key, p.type, p.payload,"
+        + " p.headers, p.created_at, b.ms, b.seq + p.rn"
+        + " FROM (SELECT 1) one LEFT JOIN (picked p CROSS JOIN base b) ON true ORDER BY p.id";
+  }
+
   /** Rows on their way to the stream; {@code exists} says whether the lease row recorded a pending batch. */
   record Batch(boolean exists, List<OutboxRow> rows) {}
 
-  /** Records the next batch; {@code exists} false means the lease no longer holds (or a batch is pending). */
-  Batch assign(Connection c, ShardId shard, String owner, long epoch, int limit, int maxBytes)
+  /**
+   * Records the next batch: unassigned rows with {@code id >= fromId} (all when 0), in id order. {@code exists}
+   * false means the lease no longer holds.
+   */
+  Batch assign(Connection c, ShardId shard, String owner, long epoch, long fromId, int limit, int maxBytes)
       throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(assign)) {
-      ps.setString(1, shard.topic());
-      ps.setInt(2, shard.shard());
-      ps.setString(3, owner);
-      ps.setLong(4, epoch);
-      ps.setString(5, shard.topic());
-      ps.setInt(6, shard.shard());
-      ps.setInt(7, limit);
-      ps.setLong(8, maxBytes);
-      ps.setString(9, shard.topic());
-      ps.setInt(10, shard.shard());
+    boolean bounded = fromId > 0;
+    try (PreparedStatement ps = c.prepareStatement(bounded ? assignFrom : assign)) {
+      int i = 1;
+      ps.setString(i++, shard.topic());
+      ps.setInt(i++, shard.shard());
+      ps.setString(i++, owner);
+      ps.setLong(i++, epoch);
+      ps.setString(i++, shard.topic());
+      ps.setInt(i++, shard.shard());
+      if (bounded) {
+        ps.setLong(i++, fromId);
+      }
+      ps.setInt(i++, limit);
+      ps.setLong(i++, maxBytes);
+      ps.setString(i++, shard.topic());
+      ps.setInt(i, shard.shard());
       return read(ps, shard.topic());
     }
   }
