@@ -120,6 +120,40 @@ class ListConsumerTest {
   }
 
   @Test
+  void aWorkerThreadThatDiesInsideALiveConsumerHasItsElementsReaped() throws Exception {
+    Fixture f = new Fixture(env, "worker-died");
+    List<UUID> ids = append(f.topic, 3, i -> "m");
+    try (Relay relay = relay(f.topic, 100).build()) {
+      assertThat(relay.relayOnce().published()).isEqualTo(3);
+    }
+    String list = list(f.topic);
+    java.util.concurrent.atomic.AtomicBoolean died = new java.util.concurrent.atomic.AtomicBoolean();
+    // A group of its own: the other tests count the markers of group "g".
+    try (DefaultListConsumer survivorProcess = (DefaultListConsumer) consumer(f).group("died")
+        .handler(f.effect("died", null)).consumerName("a").workers(1).build()) {
+      survivorProcess.faultHook(point -> {
+        if (point == FaultHook.Point.BEFORE_COMMIT && died.compareAndSet(false, true)) {
+          throw new SimulatedCrash("worker thread dies inside a live process");
+        }
+      });
+      survivorProcess.start();
+      await().atMost(Duration.ofSeconds(10)).untilTrue(died);
+      assertThat(env.redis().llen(ListFormat.processingKey(list, "a-0"))).isEqualTo(3);
+
+      // The process (and its housekeeping thread) lives on; another consumer still gets the elements.
+      try (ListConsumer other = consumer(f).group("died").handler(f.effect("died", null)).consumerName("b")
+          .build()) {
+        other.start();
+        await().atMost(Duration.ofSeconds(15)).until(() -> f.effectCount("died") == 3);
+      }
+      assertThat(env.redis().llen(ListFormat.processingKey(list, "a-0"))).isZero();
+    }
+    for (UUID id : ids) {
+      assertThat(f.effectCount("died", id)).isEqualTo(1);
+    }
+  }
+
+  @Test
   void consumerKilledAfterCommitBeforeLremIsReturnedRecognisedAsDuplicateAndRemoved() throws Exception {
     Fixture f = new Fixture(env, "killed-after-commit");
     List<UUID> ids = append(f.topic, 3, i -> "m");

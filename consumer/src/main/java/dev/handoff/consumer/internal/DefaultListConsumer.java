@@ -141,6 +141,7 @@ public final class DefaultListConsumer implements ListConsumer {
       Thread t = new Thread(w::run, "handoff-list-consumer-" + config.group() + "-" + w.index);
       t.setDaemon(true);
       threads.add(t);
+      w.thread = t;
       t.start();
     }
     log.info("List consumer of group '{}' started: {} worker(s) as {}-*", config.group(), workers.length,
@@ -181,6 +182,17 @@ public final class DefaultListConsumer implements ListConsumer {
 
   private void beat() {
     for (Worker w : workers) {
+      Thread t = w.thread;
+      if (t != null && !t.isAlive()) {
+        // A worker thread that died keeps nothing alive: without its heartbeat the reaper returns what its
+        // processing lists hold, as it would for a dead process.
+        if (!w.reportedDead) {
+          w.reportedDead = true;
+          log.error("List consumer {}: worker {} died; its processing lists are left for the reaper after {}",
+              config.consumerName(), w.name, config.minIdle());
+        }
+        continue;
+      }
       for (String list : listKeys) {
         redis.heartbeat(list, w.processing.get(list), config.minIdle());
       }
@@ -392,6 +404,8 @@ public final class DefaultListConsumer implements ListConsumer {
   private final class Worker {
     final int index;
     final String name;
+    volatile Thread thread;
+    boolean reportedDead;
     final Map<String, String> processing = new HashMap<>();
     final List<Held> held = new ArrayList<>();
     boolean ownReplayed;
