@@ -11,9 +11,10 @@ import picocli.CommandLine.Command;
  * 2 a usage error or an error such as a bad URL, an unreachable server or a missing schema, always reported as one
  * line on stderr without passwords.
  */
-@Command(name = "sample-ledger", mixinStandardHelpOptions = true, sortOptions = false,
-    description = "The handoff sample billing ledger: payments through a transactional outbox into Redis Streams,"
-        + " charged exactly once.",
+@Command(name = "sample-ledger", mixinStandardHelpOptions = true, scope = CommandLine.ScopeType.INHERIT,
+    sortOptions = false,
+    description = "The handoff sample billing ledger: payments through a transactional outbox into Redis Streams"
+        + " or lists, charged exactly once.",
     subcommands = {DemoCommand.class, BenchCommand.class, MigrateCommand.class, PayCommand.class, RelayCommand.class,
         ConsumeCommand.class, VerifyCommand.class, StatusCommand.class, DlqCommand.class,
         CommandLine.HelpCommand.class})
