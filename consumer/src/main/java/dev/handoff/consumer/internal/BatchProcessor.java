@@ -3,6 +3,7 @@ package dev.handoff.consumer.internal;
 import dev.handoff.consumer.BatchMessageHandler;
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
+import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.FailureIsolation;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.MessageHandler;
@@ -414,6 +415,41 @@ final class BatchProcessor {
       log.debug("could not look lost entries up in the outbox of schema '{}'", config.schema(), e);
     }
     return out;
+  }
+
+  /** The group's dead letters, newest first, at most {@code limit}. */
+  List<DeadLetter> listDeadLetters(int limit) {
+    try (Connection c = dataSource.getConnection()) {
+      return deadLetters.list(c, group, limit);
+    } catch (SQLException e) {
+      throw new ConsumerException("could not list the dead letters of consumer group '" + group + "'", e);
+    }
+  }
+
+  /**
+   * Retries every retryable dead letter of the group, oldest first, each in its own transaction, through
+   * {@code retry} (the consumer's own, which reports to its listener). Failures are logged and left dead.
+   *
+   * @return how many handlers ran and committed
+   */
+  int retryAll(java.util.function.LongPredicate retry) {
+    List<Long> ids;
+    try (Connection c = dataSource.getConnection()) {
+      ids = deadLetters.retryableIds(c, group);
+    } catch (SQLException e) {
+      throw new ConsumerException("could not list the dead letters of consumer group '" + group + "'", e);
+    }
+    int done = 0;
+    for (long id : ids) {
+      try {
+        if (retry.test(id)) {
+          done++;
+        }
+      } catch (ConsumerException e) {
+        log.warn("Consumer group '{}': retry of dead letter {} failed: {}", group, id, e.toString());
+      }
+    }
+    return done;
   }
 
   /**

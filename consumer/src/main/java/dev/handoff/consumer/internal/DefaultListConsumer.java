@@ -242,32 +242,12 @@ public final class DefaultListConsumer implements ListConsumer {
 
   @Override
   public int retryAll() {
-    List<Long> ids;
-    try (Connection c = dataSource.getConnection()) {
-      ids = processor.deadLetters().retryableIds(c, config.group());
-    } catch (SQLException e) {
-      throw new ConsumerException("could not list the dead letters of consumer group '" + config.group() + "'", e);
-    }
-    int done = 0;
-    for (long id : ids) {
-      try {
-        if (retry(id)) {
-          done++;
-        }
-      } catch (ConsumerException e) {
-        log.warn("Consumer group '{}': retry of dead letter {} failed: {}", config.group(), id, e.toString());
-      }
-    }
-    return done;
+    return processor.retryAll(this::retry);
   }
 
   @Override
   public List<DeadLetter> deadLetters(int limit) {
-    try (Connection c = dataSource.getConnection()) {
-      return processor.deadLetters().list(c, config.group(), limit);
-    } catch (SQLException e) {
-      throw new ConsumerException("could not list the dead letters of consumer group '" + config.group() + "'", e);
-    }
+    return processor.listDeadLetters(limit);
   }
 
   @Override
