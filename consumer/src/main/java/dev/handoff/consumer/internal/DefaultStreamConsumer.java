@@ -723,6 +723,14 @@ public final class DefaultStreamConsumer implements StreamConsumer {
         s.duplicates.forEach(ack);
         s.dead.forEach(x -> ack.accept(x.delivery()));
         s.lost.forEach(ack);
+        // Stop renewing what is about to be acknowledged: a renewal that ran after the XACK would find the entries
+        // gone from the pending list and report them as taken by another consumer.
+        acks.forEach((key, ids) -> {
+          Set<String> held = inFlight.get(key);
+          if (held != null) {
+            ids.forEach(held::remove);
+          }
+        });
         acks.forEach(redis::ack);
         Map<String, Map<String, Long>> defer = new HashMap<>();
         Map<Delivery, Duration> backoffs = new HashMap<>();
