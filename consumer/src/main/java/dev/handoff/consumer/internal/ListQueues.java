@@ -10,8 +10,6 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import redis.clients.jedis.ConnectionPoolConfig;
-import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.RedisClient;
@@ -144,25 +142,9 @@ public final class ListQueues implements AutoCloseable {
   private final RedisClient readers;
 
   public ListQueues(HostAndPort server, JedisClientConfig base, int workers, Duration block, Duration poolWait) {
-    JedisClientConfig commandConfig = DefaultJedisClientConfig.builder().from(base).resp2().build();
-    ConnectionPoolConfig commandPool = new ConnectionPoolConfig();
     // Workers take and acknowledge, the housekeeping thread beats and reaps, status calls come from the application.
-    commandPool.setMaxTotal(workers + 3);
-    commandPool.setMaxIdle(workers + 3);
-    commandPool.setMaxWait(poolWait);
-    commandPool.setBlockWhenExhausted(true);
-    this.commands = RedisClient.builder().hostAndPort(server).clientConfig(commandConfig).poolConfig(commandPool)
-        .build();
-    long margin = Math.max(1_000, block.toMillis() / 2);
-    JedisClientConfig readerConfig = DefaultJedisClientConfig.builder().from(base).resp2()
-        .blockingSocketTimeoutMillis((int) Math.min(Integer.MAX_VALUE, block.toMillis() + margin)).build();
-    ConnectionPoolConfig readerPool = new ConnectionPoolConfig();
-    readerPool.setMaxTotal(workers);
-    readerPool.setMaxIdle(workers);
-    readerPool.setMaxWait(poolWait);
-    readerPool.setBlockWhenExhausted(true);
-    this.readers = RedisClient.builder().hostAndPort(server).clientConfig(readerConfig).poolConfig(readerPool)
-        .build();
+    this.commands = RedisConnections.commands(server, base, workers + 3, poolWait);
+    this.readers = RedisConnections.blockingReaders(server, base, workers, block, poolWait);
   }
 
   /** Moves up to {@code count} elements from the head of {@code list} into {@code processing}, without blocking. */
