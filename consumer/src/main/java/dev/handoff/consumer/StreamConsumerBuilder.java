@@ -25,7 +25,7 @@ public final class StreamConsumerBuilder {
   public static final int DEFAULT_MAX_DELIVERIES = 10;
   public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofSeconds(1);
   public static final Duration DEFAULT_REDIS_POOL_WAIT = Duration.ofSeconds(2);
-  public static final int DEFAULT_STATUS_SCAN_LIMIT = 100_000;
+  public static final int DEFAULT_STATUS_SCAN_LIMIT = 10_000;
 
   private final DataSource dataSource;
   private final HostAndPort redis;
@@ -219,7 +219,10 @@ public final class StreamConsumerBuilder {
     return this;
   }
 
-  /** How many entries a status call counts per stream before it reports a lower bound. Defaults to 100,000. */
+  /**
+   * How many entries a status call counts per stream before it reports a lower bound. Defaults to 10,000: counting
+   * costs Redis about 2 µs per entry, done in pages of 500 so that no single script holds the server for long.
+   */
   public StreamConsumerBuilder statusScanLimit(int limit) {
     this.statusScanLimit = limit;
     return this;

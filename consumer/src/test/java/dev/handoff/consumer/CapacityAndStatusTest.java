@@ -103,6 +103,11 @@ class CapacityAndStatusTest {
         assertThat(l.backlog()).isEqualTo(1000);
         assertThat(l.backlogExact()).isFalse();
       }
+      try (StreamConsumer exactFit = f.consumer("s1").statusScanLimit(2979).build()) {
+        ConsumerStatus.StreamStatus l = exactFit.status().streams().get(0);
+        assertThat(l.backlog()).isEqualTo(2979);
+        assertThat(l.backlogExact()).isTrue();
+      }
     }
     assertThat(messages).hasSize(3000);
   }

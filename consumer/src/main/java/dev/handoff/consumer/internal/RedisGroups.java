@@ -87,20 +87,13 @@ public final class RedisGroups implements AutoCloseable {
       if #p == 0 then return redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2]) end
       return -1""";
 
-  // Counts never-delivered entries server-side, so only two numbers cross the wire.
-  private static final String COUNT_AFTER = """
-      local n = 0
-      local cursor = ARGV[1]
-      local limit = tonumber(ARGV[2])
-      while n < limit do
-        local want = math.min(1000, limit - n)
-        local r = redis.call('XRANGE', KEYS[1], '(' .. cursor, '+', 'COUNT', want)
-        n = n + #r
-        if #r < want then return {n, 0} end
-        cursor = r[#r][1]
-      end
-      local more = redis.call('XRANGE', KEYS[1], '(' .. cursor, '+', 'COUNT', 1)
-      return {n, #more}""";
+  // Counts up to ARGV[2] entries after ARGV[1] server-side, so only the count and the last ID cross the wire. One
+  // call is one page: a long scan is many short scripts, never one that holds Redis for the whole count.
+  private static final String COUNT_PAGE = """
+      local r = redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', tonumber(ARGV[2]))
+      if #r == 0 then return {0, ARGV[1]} end
+      return {#r, r[#r][1]}""";
+  private static final int COUNT_PAGE_SIZE = 500;
 
   private final RedisClient commands;
   private final RedisClient readers;
@@ -283,9 +276,23 @@ public final class RedisGroups implements AutoCloseable {
 
   /** {@code [count, more]}: entries after {@code afterId} up to {@code limit}, and whether there are more. */
   public long[] countAfter(String streamKey, String afterId, int limit) {
-    List<?> reply = (List<?>) commands.eval(COUNT_AFTER, List.of(streamKey), List.of(afterId,
-        Integer.toString(limit)));
-    return new long[] {((Number) reply.get(0)).longValue(), ((Number) reply.get(1)).longValue()};
+    long counted = 0;
+    String cursor = afterId;
+    while (counted < limit) {
+      int want = (int) Math.min(COUNT_PAGE_SIZE, limit - counted);
+      List<?> page = countPage(streamKey, cursor, want);
+      long n = ((Number) page.get(0)).longValue();
+      counted += n;
+      if (n < want) {
+        return new long[] {counted, 0};
+      }
+      cursor = text(page.get(1));
+    }
+    return new long[] {counted, ((Number) countPage(streamKey, cursor, 1).get(0)).longValue()};
+  }
+
+  private List<?> countPage(String streamKey, String afterId, int count) {
+    return (List<?>) commands.eval(COUNT_PAGE, List.of(streamKey), List.of(afterId, Integer.toString(count)));
   }
 
   /** Pending summary: total, min ID and pending per consumer. */

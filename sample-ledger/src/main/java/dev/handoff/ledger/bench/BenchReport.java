@@ -109,7 +109,9 @@ public final class BenchReport {
       }
       md.append("\n*produced*: payments committed per second while producers ran; *charged*: charges committed per"
           + " second between the warm-up and the producers' stop; *end to end*: payments / (producer time + drain"
-          + " time); *backlog*: outbox rows not yet published + stream entries never delivered + pending entries;"
+          + " time); *backlog*: payments paid and not yet charged, split into outbox rows not yet"
+          + " published (counted), pending entries (`XPENDING`) and stream entries never delivered (the rest, derived"
+          + " so that the sampler does not spend Redis time counting);"
           + " *sustained*: the fixed rate was produced (within 2%), backlog growth <= 100/s over the second half,"
           + " drained within 2 s; *DB tx/s*: `pg_stat_database.xact_commit` delta over the measured window (all"
           + " clients of the database, the sampler included).\n\n");
