@@ -10,6 +10,7 @@ import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import org.postgresql.PGStatement;
 
 /**
  * The relay's SQL on the {@code outbox} table and the batch it keeps in {@code relay_lease}. Every write is fenced
@@ -30,6 +31,14 @@ final class OutboxQueries {
   private final String unassign;
   private final String republish;
   private final String purge;
+
+  /**
+   * "Not published yet", written so that the planner cannot prove the unpublished index's predicate from it, so
+   * rows looked up by id go through the primary key. In steady state the statistics say almost no row is
+   * unpublished; with the plain {@code published_at IS NULL} the planner then reads the whole unpublished index
+   * for each batch (hash join or filter), which costs O(backlog) per batch exactly when a backlog builds up.
+   */
+  private static final String STILL_UNPUBLISHED = "(o.published_at IS NULL) IS TRUE";
 
   OutboxQueries(String schema) {
     String outbox = schema + ".outbox";
@@ -55,10 +64,10 @@ final class OutboxQueries {
         + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? RETURNING 1),"
         + " done AS (UPDATE " + outbox + " o SET published_at = now(), stream_ms = u.ms, stream_seq = u.seq"
         + " FROM unnest(?::bigint[], ?::bigint[], ?::bigint[]) AS u(id, ms, seq)"
-        + " WHERE o.id = u.id AND o.published_at IS NULL AND EXISTS (SELECT 1 FROM lease) RETURNING 1)"
+        + " WHERE o.id = u.id AND " + STILL_UNPUBLISHED + " AND EXISTS (SELECT 1 FROM lease) RETURNING 1)"
         + " SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM done)";
-    unassign = "UPDATE " + outbox + " SET stream_ms = NULL, stream_seq = NULL"
-        + " WHERE id = ANY(?) AND published_at IS NULL AND EXISTS (" + fence + ")";
+    unassign = "UPDATE " + outbox + " o SET stream_ms = NULL, stream_seq = NULL"
+        + " WHERE o.id = ANY(?) AND " + STILL_UNPUBLISHED + " AND EXISTS (" + fence + ")";
     // After Redis lost a stream: everything at or above the watermark (what some group may not have finished)
     // becomes unpublished again, keeping its stream ID, and Redis's count of added entries starts over.
     republish = "WITH lease AS ("
@@ -71,6 +80,11 @@ final class OutboxQueries {
         + " SELECT id FROM " + outbox
         + " WHERE published_at < clock_timestamp() - make_interval(secs => ?) AND topic = ANY(?)"
         + " ORDER BY id LIMIT ?)";
+  }
+
+  /** The statement {@link #markPublished} runs; its plan is checked by a test. */
+  String markPublishedSql() {
+    return markPublished;
   }
 
   /**
@@ -179,6 +193,7 @@ final class OutboxQueries {
       ps.setInt(6, shard.shard());
       ps.setString(7, owner);
       ps.setLong(8, epoch);
+      planEachTime(ps);
       ps.setArray(9, c.createArrayOf("bigint", ids));
       ps.setArray(10, c.createArrayOf("bigint", ms));
       ps.setArray(11, c.createArrayOf("bigint", seq));
@@ -196,6 +211,7 @@ final class OutboxQueries {
       boxed[i] = ids[i];
     }
     try (PreparedStatement ps = c.prepareStatement(unassign)) {
+      planEachTime(ps);
       ps.setArray(1, c.createArrayOf("bigint", boxed));
       ps.setString(2, shard.topic());
       ps.setInt(3, shard.shard());
@@ -248,5 +264,16 @@ final class OutboxQueries {
       }
     }
     return new Batch(exists, rows);
+  }
+
+  /**
+   * Plans the statement at each execution with its actual arguments instead of reusing a generic plan. A generic
+   * plan made while the table was small (a fresh deployment, before autovacuum's first ANALYZE) can scan the whole
+   * table; planning costs a fraction of a millisecond, paid once per batch.
+   */
+  private static void planEachTime(PreparedStatement ps) throws SQLException {
+    if (ps.isWrapperFor(PGStatement.class)) {
+      ps.unwrap(PGStatement.class).setPrepareThreshold(0);
+    }
   }
 }

@@ -62,6 +62,9 @@ import redis.clients.jedis.resps.ScanResult;
  */
 public final class Bench {
 
+  /** Settled payments each schema of the benchmark starts with; see {@link #seedHistory}. */
+  static final int HISTORY = 20_000;
+
   /** What the benchmark runs with. {@code rate 0} is flat out. */
   public record Config(List<Double> rates, Duration duration, int producers, int producerBatch, int shards,
       int workers, int batch, int payments, long retained, boolean overload, double overloadRate, String schema,
@@ -153,6 +156,7 @@ public final class Bench {
     event("%s", env.oneLine());
     requireFresh(config.schema(), config.keyPrefix());
     LedgerMigrations.migrate(dataSource, config.schema());
+    seedHistory(config.schema());
 
     Parts parts = parts();
 
@@ -939,6 +943,28 @@ public final class Bench {
     exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
     deleteKeys(prefix + ":*");
     LedgerMigrations.migrate(dataSource, schema);
+    seedHistory(schema);
+  }
+
+  /**
+   * Settled payments from before the run (payment, charge and inbox marker each; no outbox rows), analysed, so that
+   * the run starts where a service that has been running would: with statistics that describe its tables. On
+   * tables created a second earlier, PostgreSQL plans with guesses until autovacuum's first ANALYZE (up to a
+   * minute), and a plan cached from those guesses (a hash join over a "tiny" payment table) can cost O(table) per
+   * batch for the whole run.
+   */
+  private void seedHistory(String schema) {
+    String ids = " FROM generate_series(1, " + HISTORY + ") i";
+    exec("INSERT INTO " + schema + ".payment (payment_id, account, amount_cents, created_at)"
+        + " SELECT 'history-' || i, 'acct-' || (i % 1000 + 1), 1250, now() - interval '1 day'" + ids);
+    exec("WITH h AS (SELECT 'history-' || i AS payment_id, gen_random_uuid() AS message_id" + ids + "),"
+        + " m AS (INSERT INTO " + schema + ".inbox (consumer_group, message_id, stream_id, processed_at)"
+        + " SELECT '" + LedgerConsumer.DEFAULT_GROUP + "', message_id, NULL, now() - interval '1 day' FROM h)"
+        + " INSERT INTO " + schema + ".charge (ledger, payment_id, message_id, amount_cents, charged_at)"
+        + " SELECT '" + LedgerConsumer.DEFAULT_GROUP + "', payment_id, message_id, 1250, now() - interval '1 day'"
+        + " FROM h");
+    exec("VACUUM ANALYZE " + schema + ".payment, " + schema + ".charge, " + schema + ".inbox, " + schema
+        + ".outbox");
   }
 
   private void cleanUp(String schema, String prefix) {

@@ -59,6 +59,8 @@ public final class BenchReport {
       row(md, "consumer", c.workers() + " worker(s), batch " + c.batch() + ", batch handler (`Ledger.charge`)");
       row(md, "duration", c.duration().toSeconds() + " s per end-to-end run");
       row(md, "component backlog", String.format("%,d payments", c.payments()));
+      row(md, "history", String.format("each end-to-end schema starts with %,d settled payments (payment, charge,"
+          + " inbox marker), analysed", Bench.HISTORY));
       md.append('\n');
 
       List<Verdict> verdicts = verdicts(r);
