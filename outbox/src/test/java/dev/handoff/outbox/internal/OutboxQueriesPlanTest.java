@@ -28,8 +28,8 @@ class OutboxQueriesPlanTest {
   }
 
   @Test
-  void markingABatchNeverReadsTheUnpublishedIndexEvenWhenStatisticsSayItIsEmpty() throws SQLException {
-    // Steady state: 20,000 published rows, analysed; then a backlog the statistics know nothing of.
+  void markingABatchLooksUpEachRowEvenWhenStatisticsSayNothingIsUnpublished() throws SQLException {
+    // Steady state: 20,000 published rows, analysed; then a backlog of 5,000 the statistics know nothing of.
     env.execute("INSERT INTO outbox (message_id, topic, shard, type, payload, stream_ms, stream_seq, published_at)"
             + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00', 1, i, now()"
             + " FROM generate_series(1, 20000) i",
@@ -37,20 +37,37 @@ class OutboxQueriesPlanTest {
         "INSERT INTO outbox (message_id, topic, shard, type, payload)"
             + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00' FROM generate_series(1, 5000) i");
     String mark = new OutboxQueries(env.schema()).markPublishedSql();
+    String arguments = "1000, false, false, false, 'payments', 0, 'relay-a', 1, %s, %s, %s, 'payments', 0";
+    String literalArrays = literalBatch();
 
-    String plan = genericPlan(mark, "1000, false, false, false, 'payments', 0, 'relay-a', 1,"
-        + " ARRAY[20001, 20002]::bigint[], ARRAY[1, 1]::bigint[], ARRAY[1, 2]::bigint[]");
-    String plainPredicate = genericPlan(mark.replace("(o.published_at IS NULL) IS TRUE", "o.published_at IS NULL"),
-        "1000, false, false, false, 'payments', 0, 'relay-a', 1,"
-            + " ARRAY[20001, 20002]::bigint[], ARRAY[1, 1]::bigint[], ARRAY[1, 2]::bigint[]");
+    String generic = plan(mark, String.format(arguments, "'{20001,20002}'", "'{1,1}'", "'{1,2}'"), true);
+    String custom = plan(mark, String.format(arguments, literalArrays, literalArrays, literalArrays), false);
+    // The join the statement used before: its plan reads the unpublished index whole (or rescans the ids per row).
+    String joined = plan("UPDATE outbox o SET published_at = now(), stream_ms = u.ms, stream_seq = u.seq"
+        + " FROM unnest(?::bigint[], ?::bigint[], ?::bigint[]) AS u(id, ms, seq)"
+        + " WHERE o.id = u.id AND o.published_at IS NULL", "'{20001,20002}', '{1,1}', '{1,2}'", true);
 
-    assertThat(plainPredicate).as("the hazard this guards against (plan of the plain predicate)")
-        .contains("outbox_unpublished_idx");
-    assertThat(plan).doesNotContain("outbox_unpublished_idx").contains("outbox_pkey");
+    assertThat(joined).as("the hazard this guards against").contains("Hash Join");
+    for (String plan : new String[] {generic, custom}) {
+      assertThat(plan).as(plan).doesNotContain("Seq Scan", "Hash")
+          .contains("Index Cond: (((topic)::text = ", "AND (id = u.id))", "Tid Scan on outbox o");
+    }
   }
 
-  /** The plan PostgreSQL would cache for the JDBC statement {@code sql} after its first executions. */
-  private String genericPlan(String sql, String arguments) throws SQLException {
+  /** 1,000 ids as an array literal, the size of a relay batch. */
+  private static String literalBatch() {
+    StringBuilder ids = new StringBuilder("'{");
+    for (int i = 0; i < 1000; i++) {
+      ids.append(i == 0 ? "" : ",").append(20_001 + i);
+    }
+    return ids.append("}'").toString();
+  }
+
+  /**
+   * The plan of the JDBC statement {@code sql} with these arguments: the generic plan PostgreSQL would cache after
+   * its first executions, or the custom plan made for the arguments.
+   */
+  private String plan(String sql, String arguments, boolean generic) throws SQLException {
     AtomicInteger n = new AtomicInteger();
     Matcher m = Pattern.compile("\\?").matcher(sql);
     StringBuilder numbered = new StringBuilder();
@@ -60,7 +77,7 @@ class OutboxQueriesPlanTest {
     m.appendTail(numbered);
     try (Connection c = env.dataSource().getConnection(); Statement s = c.createStatement()) {
       c.setAutoCommit(false);
-      s.execute("SET LOCAL plan_cache_mode = force_generic_plan");
+      s.execute("SET LOCAL plan_cache_mode = " + (generic ? "force_generic_plan" : "force_custom_plan"));
       s.execute("PREPARE probe AS " + numbered);
       StringBuilder plan = new StringBuilder();
       try (ResultSet rs = s.executeQuery("EXPLAIN EXECUTE probe(" + arguments + ")")) {
