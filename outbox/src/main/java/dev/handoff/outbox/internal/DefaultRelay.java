@@ -39,6 +39,7 @@ public final class DefaultRelay implements Relay {
   private enum State { NEW, RUNNING, CLOSING, CLOSED }
 
   private static final long FULL_SCAN_INTERVAL_NANOS = 1_000_000_000L;
+  private static final long PLANNING_CHECK_INTERVAL_NANOS = 5_000_000_000L;
 
   /** What this relay knows about a shard it holds the lease of. */
   private static final class Owned {
@@ -89,6 +90,9 @@ public final class DefaultRelay implements Relay {
   private Thread loop;
   private Thread listenThread;
   private NotificationListener notifications;
+  /** Set by each cycle of {@link #publishOwned}: whether the next cycle should start without waiting. */
+  private boolean mayHaveMore;
+  private long nextPlanningCheckNanos = System.nanoTime();
 
   public DefaultRelay(DataSource dataSource, UnifiedJedis redis, RelayConfig config) {
     this.dataSource = dataSource;
@@ -230,7 +234,7 @@ public final class DefaultRelay implements Relay {
           work.unlock();
         }
         errorBackoffMillis = 100;
-        if (busy(cycle)) {
+        if (mayHaveMore) {
           idleMillis = 0;
           continue;
         }
@@ -286,6 +290,15 @@ public final class DefaultRelay implements Relay {
   private boolean drain(long deadlineNanos) {
     boolean drained = true;
     try (Connection c = autocommit()) {
+      long start = System.nanoTime();
+      if (start >= nextPlanningCheckNanos) {
+        outbox.refreshPlanning(c);
+        nextPlanningCheckNanos = start + PLANNING_CHECK_INTERVAL_NANOS;
+      }
+      // New batches are written to Redis shard after shard and recorded in the database after the last write, so
+      // that a shard's entries do not wait for the other shards' marks (each is a round trip and a plan). Until
+      // its mark, a written batch stays the lease's pending batch: after a failure it is sent again and found.
+      List<Written> unrecorded = new ArrayList<>();
       for (Owned o : new ArrayList<>(owned.values())) {
         o.checkAssigned = true;
         while (o.checkAssigned && System.nanoTime() < deadlineNanos && owned.containsKey(o.id)) {
@@ -396,15 +409,26 @@ public final class DefaultRelay implements Relay {
     int assigned = 0;
     int published = 0;
     long republished = 0;
+    mayHaveMore = false;
     if (owned.isEmpty()) {
       return new RelayCycle(0, 0, 0, 0);
     }
     try (Connection c = autocommit()) {
+      long start = System.nanoTime();
+      if (start >= nextPlanningCheckNanos) {
+        outbox.refreshPlanning(c);
+        nextPlanningCheckNanos = start + PLANNING_CHECK_INTERVAL_NANOS;
+      }
+      // New batches are written to Redis shard after shard and recorded in the database after the last write, so
+      // that a shard's entries do not wait for the other shards' marks (each is a round trip and a plan). Until
+      // its mark, a written batch stays the lease's pending batch: after a failure it is sent again and found.
+      List<Written> unrecorded = new ArrayList<>();
       for (Owned o : new ArrayList<>(owned.values())) {
         if (o.checkAssigned) {
           PublishOutcome p = publishAssigned(c, o);
           published += p.published;
           republished += p.republished;
+          mayHaveMore |= p.published + p.republished > 0;
         }
         if (assignedOnly || !owned.containsKey(o.id) || o.checkAssigned) {
           continue;
@@ -427,13 +451,26 @@ public final class DefaultRelay implements Relay {
           continue;
         }
         assigned += batch.rows().size();
+        // A full batch may have left rows behind; a short one took all there were when it ran, and rows committed
+        // since then notify (or are found by the next idle poll): no second pass over every shard just to see.
+        mayHaveMore |= batch.rows().size() >= limit;
         adaptBatchSize(o, batch.rows().size());
         o.scanFrom = batch.rows().size() < limit ? 0 : batch.rows().get(batch.rows().size() - 1).id() + 1;
         if (!batch.rows().isEmpty()) {
-          PublishOutcome p = send(c, o, batch.rows(), true);
-          published += p.published;
-          republished += p.republished;
+          List<OutboxRow> rows = batch.rows();
+          faults.beforeStreamWrite(o.id, rows.size());
+          PublishResult result = streams.publish(o.streamKey, o.relayKey, o.confirmedAdded, rows);
+          if (result.lost()) {
+            republished += streamLost(c, o, result.entriesAdded());
+            mayHaveMore = true;
+            continue;
+          }
+          faults.afterStreamWrite(o.id, rows.size());
+          unrecorded.add(new Written(o, rows, result));
         }
+      }
+      for (Written w : unrecorded) {
+        published += confirm(c, w.shard(), w.rows(), w.result(), true);
       }
     }
     return new RelayCycle(owned.size(), assigned, published, republished);
@@ -448,6 +485,9 @@ public final class DefaultRelay implements Relay {
   }
 
   private record PublishOutcome(int published, long republished) {}
+
+  /** A pending batch Redis accepted, not yet recorded in the database. */
+  private record Written(Owned shard, List<OutboxRow> rows, PublishResult result) {}
 
   /**
    * Sends a page of rows that keep their stream IDs after Redis lost data, else the pending batch recorded in the

@@ -11,6 +11,7 @@ import java.sql.Statement;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -25,6 +26,11 @@ class OutboxQueriesPlanTest {
 
   OutboxQueriesPlanTest(TestEnvironment env) {
     this.env = env;
+  }
+
+  @BeforeEach
+  void empty() {
+    env.execute("TRUNCATE outbox");
   }
 
   @Test
@@ -51,6 +57,29 @@ class OutboxQueriesPlanTest {
     for (String plan : new String[] {generic, custom}) {
       assertThat(plan).as(plan).doesNotContain("Seq Scan", "Hash")
           .contains("Index Cond: (((topic)::text = ", "AND (id = u.id))", "Tid Scan on outbox o");
+    }
+  }
+
+  @Test
+  void statementsArePlannedEachTimeUntilStatisticsDescribeATableOfSomeSize() throws SQLException {
+    OutboxQueries queries = new OutboxQueries(env.schema());
+    try (Connection c = env.dataSource().getConnection()) {
+      queries.refreshPlanning(c);
+      assertThat(queries.plansEachTime()).as("never analysed").isTrue();
+
+      env.execute("INSERT INTO outbox (message_id, topic, shard, type, payload)"
+          + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00' FROM generate_series(1, 100) i",
+          "ANALYZE outbox");
+      queries.refreshPlanning(c);
+      assertThat(queries.plansEachTime()).as("analysed, a few pages").isTrue();
+
+      env.execute("INSERT INTO outbox (message_id, topic, shard, type, payload)"
+          + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00' FROM generate_series(1, 30000) i",
+          "ANALYZE outbox");
+      assertThat(env.queryLong("SELECT relpages FROM pg_class WHERE oid = 'outbox'::regclass"))
+          .isGreaterThanOrEqualTo(OutboxQueries.SMALL_TABLE_PAGES);
+      queries.refreshPlanning(c);
+      assertThat(queries.plansEachTime()).as("analysed, over 1 MiB").isFalse();
     }
   }
 
