@@ -60,7 +60,8 @@ public final class BenchReport {
       row(md, "duration", c.duration().toSeconds() + " s per end-to-end run");
       row(md, "component backlog", String.format("%,d payments", c.payments()));
       row(md, "history", String.format("each end-to-end schema starts with %,d settled payments (payment, charge,"
-          + " inbox marker), analysed", Bench.HISTORY));
+          + " inbox marker and, except in the empty/retained comparison, their published outbox rows), analysed",
+          Bench.HISTORY));
       md.append('\n');
 
       List<Verdict> verdicts = verdicts(r);
