@@ -731,7 +731,7 @@ public final class DefaultStreamConsumer implements StreamConsumer {
             ids.forEach(held::remove);
           }
         });
-        acks.forEach(redis::ack);
+        redis.ackAll(acks);
         Map<String, Map<String, Long>> defer = new HashMap<>();
         Map<Delivery, Duration> backoffs = new HashMap<>();
         for (BatchProcessor.Failure f : s.failed) {

@@ -10,7 +10,9 @@ import java.util.Map;
 import java.util.TreeMap;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
+import redis.clients.jedis.Pipeline;
 import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.Response;
 import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.params.XAutoClaimParams;
@@ -219,11 +221,40 @@ public final class RedisGroups implements AutoCloseable {
     if (ids.isEmpty()) {
       return 0;
     }
+    return commands.xack(bytes(streamKey), group, rawIds(ids));
+  }
+
+  /** Acknowledges the entries of several streams in one round trip; returns how many Redis acknowledged. */
+  public long ackAll(Map<String, List<String>> idsByStream) {
+    if (idsByStream.size() <= 1) {
+      long acked = 0;
+      for (Map.Entry<String, List<String>> e : idsByStream.entrySet()) {
+        acked += ack(e.getKey(), e.getValue());
+      }
+      return acked;
+    }
+    List<Response<Long>> replies = new ArrayList<>(idsByStream.size());
+    try (Pipeline p = commands.pipelined()) {
+      idsByStream.forEach((key, ids) -> {
+        if (!ids.isEmpty()) {
+          replies.add(p.xack(bytes(key), group, rawIds(ids)));
+        }
+      });
+      p.sync();
+    }
+    long acked = 0;
+    for (Response<Long> r : replies) {
+      acked += r.get();
+    }
+    return acked;
+  }
+
+  private static byte[][] rawIds(List<String> ids) {
     byte[][] raw = new byte[ids.size()][];
     for (int i = 0; i < raw.length; i++) {
       raw[i] = bytes(ids.get(i));
     }
-    return commands.xack(bytes(streamKey), group, raw);
+    return raw;
   }
 
   /** Up to {@code count} entries after {@code afterId} (exclusive), for replays. */
