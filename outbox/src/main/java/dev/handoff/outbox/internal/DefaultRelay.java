@@ -290,15 +290,6 @@ public final class DefaultRelay implements Relay {
   private boolean drain(long deadlineNanos) {
     boolean drained = true;
     try (Connection c = autocommit()) {
-      long start = System.nanoTime();
-      if (start >= nextPlanningCheckNanos) {
-        outbox.refreshPlanning(c);
-        nextPlanningCheckNanos = start + PLANNING_CHECK_INTERVAL_NANOS;
-      }
-      // New batches are written to Redis shard after shard and recorded in the database after the last write, so
-      // that a shard's entries do not wait for the other shards' marks (each is a round trip and a plan). Until
-      // its mark, a written batch stays the lease's pending batch: after a failure it is sent again and found.
-      List<Written> unrecorded = new ArrayList<>();
       for (Owned o : new ArrayList<>(owned.values())) {
         o.checkAssigned = true;
         while (o.checkAssigned && System.nanoTime() < deadlineNanos && owned.containsKey(o.id)) {
