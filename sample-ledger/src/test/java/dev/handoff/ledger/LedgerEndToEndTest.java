@@ -108,7 +108,8 @@ class LedgerEndToEndTest {
           replaceDead(running, dead, startConsumer);
         }
       }
-      await().dontCatchUncaughtExceptions().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(100)).pollInSameThread().until(() -> {
+      await("every payment charged or dead-lettered (seed " + seed + ")").dontCatchUncaughtExceptions()
+          .atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(100)).pollInSameThread().until(() -> {
         replaceDead(running, dead, startConsumer);
         return count("SELECT count(*) FROM charge WHERE ledger = 'ledger'") == PAYMENTS - POISON
             && count("SELECT count(*) FROM dead_letter WHERE consumer_group = 'ledger'") == POISON
@@ -120,7 +121,8 @@ class LedgerEndToEndTest {
       for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
         env.redis().xgroupSetID(streamKey(shard), LedgerConsumer.DEFAULT_GROUP, new StreamEntryID(0, 0));
       }
-      await().dontCatchUncaughtExceptions().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100)).pollInSameThread().until(() -> {
+      await("the full replay skipped as duplicates (seed " + seed + ")").dontCatchUncaughtExceptions()
+          .atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100)).pollInSameThread().until(() -> {
         replaceDead(running, dead, startConsumer);
         return duplicates(all) - duplicatesBefore >= PAYMENTS && running[0].consumer().status().drained();
       });

@@ -38,7 +38,6 @@ public final class DefaultRelay implements Relay {
 
   private enum State { NEW, RUNNING, CLOSING, CLOSED }
 
-  private static final long FULL_SCAN_INTERVAL_NANOS = 1_000_000_000L;
   private static final long PLANNING_CHECK_INTERVAL_NANOS = 5_000_000_000L;
 
   /** What this relay knows about a shard it holds the lease of. */
@@ -50,14 +49,6 @@ public final class DefaultRelay implements Relay {
     long confirmedAdded;
     int batchSize;
     boolean checkAssigned = true;
-    /**
-     * Where the next assignment starts looking: past the last row assigned while a backlog drains, so a batch
-     * never walks over rows published before it (with stale statistics the planner may walk the primary key).
-     * A row committed late with a lower id is found by the full scan that runs at least every second and whenever
-     * the backlog is drained.
-     */
-    long scanFrom;
-    long nextFullScanNanos;
 
     Owned(ShardId id, String streamKey, String relayKey, long epoch, long confirmedAdded, int batchSize) {
       this.id = id;
@@ -429,14 +420,10 @@ public final class DefaultRelay implements Relay {
         if (room <= 0) {
           continue;
         }
-        long now = System.nanoTime();
-        if (now >= o.nextFullScanNanos) {
-          o.scanFrom = 0;
-          o.nextFullScanNanos = now + FULL_SCAN_INTERVAL_NANOS;
-        }
         int limit = (int) Math.min(o.batchSize, room);
-        OutboxQueries.Batch batch = outbox.assign(c, o.id, config.owner(), o.epoch, o.scanFrom, limit,
-            config.maxBatchBytes());
+        // Always from the shard's lowest unassigned row: a row that commits late with a lower id must go before
+        // anything its key commits later (starting past the last batch once lost exactly that order).
+        OutboxQueries.Batch batch = outbox.assign(c, o.id, config.owner(), o.epoch, limit, config.maxBatchBytes());
         if (!batch.exists()) {
           lost(o, "its lease expired or was taken over before it could assign");
           continue;
@@ -446,7 +433,6 @@ public final class DefaultRelay implements Relay {
         // since then notify (or are found by the next idle poll): no second pass over every shard just to see.
         mayHaveMore |= batch.rows().size() >= limit;
         adaptBatchSize(o, batch.rows().size());
-        o.scanFrom = batch.rows().size() < limit ? 0 : batch.rows().get(batch.rows().size() - 1).id() + 1;
         if (!batch.rows().isEmpty()) {
           List<OutboxRow> rows = batch.rows();
           faults.beforeStreamWrite(o.id, rows.size());
@@ -564,10 +550,6 @@ public final class DefaultRelay implements Relay {
       } else {
         refused.add(row);
       }
-    }
-    if (present.size() < chunk.size()) {
-      // Rows not written go back to unassigned: the next assignment must look from the start again to keep order.
-      o.scanFrom = 0;
     }
     int marked = outbox.markPublished(c, o.id, config.owner(), o.epoch, present, result.entriesAdded(), endsBatch);
     if (marked < 0) {

@@ -24,7 +24,6 @@ import org.postgresql.PGStatement;
 final class OutboxQueries {
 
   private final String assign;
-  private final String assignFrom;
   private final String pendingBatch;
   private final String assigned;
   private final String markPublished;
@@ -41,8 +40,7 @@ final class OutboxQueries {
     outboxTable = outbox;
     String lease = schema + ".relay_lease";
     String fence = "SELECT 1 FROM " + lease + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ?";
-    assign = assignSql(outbox, lease, false);
-    assignFrom = assignSql(outbox, lease, true);
+    assign = assignSql(outbox, lease);
     pendingBatch = "SELECT l.batch_ids IS NOT NULL, o.id, o.message_id, o.message_key, o.type, o.payload,"
         + " o.headers::text, o.created_at, l.batch_ms, l.batch_seq + b.ord - 1"
         + " FROM " + lease + " l"
@@ -100,11 +98,12 @@ final class OutboxQueries {
   }
 
   /**
-   * The assignment statement. The bounded form starts at an id and is used while a backlog drains; the unbounded
-   * form is a separate statement so that its plan is made without the bound (a bound of 0 in a generic plan can
-   * make the planner walk the primary key from the start).
+   * The assignment statement. It always starts at the shard's lowest unassigned row, and so walks over the index
+   * entries of rows published since the last vacuum (cheap once the first scan marked them dead). Starting past
+   * the last batch instead would skip a row that commits late with a lower id and let its key's later
+   * transaction overtake it (RelayExactlyOnceTest has the case).
    */
-  private static String assignSql(String outbox, String lease, boolean bounded) {
+  private static String assignSql(String outbox, String lease) {
     // One statement, one round trip: check the lease (and lock its row, so that a takeover waits for this to
     // commit), take the next unassigned rows in id order up to a count and a payload size, and record them as the
     // pending batch with consecutive stream IDs above the last one assigned. The rows themselves are not written.
@@ -120,7 +119,6 @@ final class OutboxQueries {
         + " sum(octet_length(o.payload)) OVER (ORDER BY o.id) - octet_length(o.payload) AS bytes_before"
         + " FROM (SELECT * FROM " + outbox
         + " WHERE topic = ? AND shard = ? AND published_at IS NULL AND stream_ms IS NULL"
-        + (bounded ? " AND id >= ?" : "")
         + " AND EXISTS (SELECT 1 FROM base) ORDER BY id LIMIT ?) o),"
         + " picked AS (SELECT *, row_number() OVER (ORDER BY id) AS rn FROM candidates WHERE bytes_before < ?),"
         + " moved AS ("
@@ -137,13 +135,12 @@ final class OutboxQueries {
   record Batch(boolean exists, List<OutboxRow> rows) {}
 
   /**
-   * Records the next batch: unassigned rows with {@code id >= fromId} (all when 0), in id order. {@code exists}
-   * false means the lease no longer holds.
+   * Records the next batch: the shard's lowest unassigned rows, in id order. {@code exists} false means the lease
+   * no longer holds.
    */
-  Batch assign(Connection c, ShardId shard, String owner, long epoch, long fromId, int limit, int maxBytes)
+  Batch assign(Connection c, ShardId shard, String owner, long epoch, int limit, int maxBytes)
       throws SQLException {
-    boolean bounded = fromId > 0;
-    try (PreparedStatement ps = prepare(c, bounded ? assignFrom : assign)) {
+    try (PreparedStatement ps = prepare(c, assign)) {
       int i = 1;
       ps.setString(i++, shard.topic());
       ps.setInt(i++, shard.shard());
@@ -151,9 +148,6 @@ final class OutboxQueries {
       ps.setLong(i++, epoch);
       ps.setString(i++, shard.topic());
       ps.setInt(i++, shard.shard());
-      if (bounded) {
-        ps.setLong(i++, fromId);
-      }
       ps.setInt(i++, limit);
       ps.setLong(i++, maxBytes);
       ps.setString(i++, shard.topic());

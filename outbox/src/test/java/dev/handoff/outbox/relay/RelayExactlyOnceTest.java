@@ -255,6 +255,51 @@ class RelayExactlyOnceTest {
     }
   }
 
+  @Test
+  void aKeysTransactionsReachTheStreamInCommitOrderEvenWhenTheFirstCommitsLateDuringABacklog() throws Exception {
+    Outbox outbox = Outbox.builder().schema(env.schema()).build();
+    // The key's first transaction takes the lowest id and stays open while a backlog of other rows commits.
+    Connection first = env.dataSource().getConnection();
+    first.setAutoCommit(false);
+    UUID one = outbox.append(first, Message.builder("orders", "order.placed").key("K").payload("1").build())
+        .messageId();
+    appendRows("orders", 30);
+    AtomicBoolean committedLate = new AtomicBoolean();
+    java.util.concurrent.atomic.AtomicReference<UUID> two = new java.util.concurrent.atomic.AtomicReference<>();
+    DefaultRelay relay = (DefaultRelay) relay("orders").batchSize(10, 10).build();
+    relay.faults(new RelayFaults() {
+      @Override
+      public void afterStreamWrite(ShardId shard, int rows) {
+        if (committedLate.compareAndSet(false, true)) {
+          // After the relay wrote a full batch of higher ids: the first transaction commits, then the key's
+          // second transaction (serialized after it, as the guarantee requires) appends and commits.
+          try (Connection second = env.dataSource().getConnection()) {
+            first.commit();
+            first.close();
+            second.setAutoCommit(false);
+            two.set(outbox.append(second, Message.builder("orders", "order.placed").key("K").payload("2").build())
+                .messageId());
+            second.commit();
+          } catch (SQLException e) {
+            throw new IllegalStateException(e);
+          }
+        }
+      }
+    });
+    try (relay) {
+      relay.relayOnce();
+      relay.relayOnce();
+    }
+
+    List<UUID> keyOrder = new ArrayList<>();
+    for (StreamAssertions.Entry e : StreamAssertions.entries(env.redis(), key("orders", 0))) {
+      if ("K".equals(e.message().key())) {
+        keyOrder.add(e.message().messageId());
+      }
+    }
+    assertThat(keyOrder).containsExactly(one, two.get());
+  }
+
   private dev.handoff.outbox.RelayBuilder relay(String topic) {
     return Relay.builder(env.dataSource(), env.redis())
         .schema(env.schema())
