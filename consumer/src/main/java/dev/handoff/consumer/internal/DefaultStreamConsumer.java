@@ -2,7 +2,6 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
-import dev.handoff.consumer.ConsumerListener;
 import dev.handoff.consumer.ConsumerStatus;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboundMessage;
@@ -23,13 +22,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
@@ -52,39 +46,28 @@ import redis.clients.jedis.exceptions.JedisException;
  *
  * <p>Thread-safe.
  */
-public final class DefaultStreamConsumer implements StreamConsumer {
+public final class DefaultStreamConsumer extends AbstractConsumer implements StreamConsumer {
 
   private static final Logger log = LoggerFactory.getLogger(DefaultStreamConsumer.class);
-  private static final Duration DEFAULT_CLOSE_DEADLINE = Duration.ofSeconds(30);
 
-  private enum State { NEW, POLLING, RUNNING, CLOSED }
-
-  private final ConsumerConfig config;
   private final DataSource dataSource;
   private final RedisGroups redis;
   private final BatchProcessor processor;
   private final Backoff backoff;
-  private final ConsumerListener listener;
   private final List<String> streamKeys;
   private final Map<String, Integer> shardOf = new HashMap<>();
   private final Worker[] workers;
-  private final List<Thread> threads = new ArrayList<>();
   private final ReclaimScan reclaim;
-  private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
-  private final CountDownLatch stopping = new CountDownLatch(1);
-  private final AtomicLong duplicatesSkipped = new AtomicLong();
   private final Object groupLock = new Object();
   private volatile boolean groupsReady;
   private boolean groupsCreatedOnce;
-  private ScheduledExecutorService leaseKeeper;
   private volatile FaultHook faultHook = FaultHook.NONE;
-  private volatile boolean abandon;
 
   public DefaultStreamConsumer(ConsumerConfig config, DataSource dataSource, HostAndPort redisServer,
       JedisClientConfig redisConfig) {
-    this.config = config;
+    super(config, log, "consumer", "Consumer group",
+        " (rolled back if not committed, left pending for another consumer to claim)");
     this.dataSource = dataSource;
-    this.listener = config.listener();
     this.streamKeys = config.streamKeys();
     for (int i = 0; i < streamKeys.size(); i++) {
       shardOf.put(streamKeys.get(i), i);
@@ -116,10 +99,7 @@ public final class DefaultStreamConsumer implements StreamConsumer {
 
   @Override
   public void start() {
-    if (!state.compareAndSet(State.NEW, State.RUNNING)) {
-      throw new IllegalStateException("consumer of group '" + config.group() + "' was already "
-          + state.get().name().toLowerCase() + "; a consumer starts once");
-    }
+    beginStart();
     try {
       ensureGroups();
     } catch (RuntimeException e) {
@@ -128,10 +108,7 @@ public final class DefaultStreamConsumer implements StreamConsumer {
     }
     startLeaseKeeper();
     for (Worker w : workers) {
-      Thread t = new Thread(w::run, "handoff-consumer-" + config.group() + "-" + w.index);
-      t.setDaemon(true);
-      threads.add(t);
-      t.start();
+      newWorkerThread(() -> runWorker(w), "handoff-consumer-" + config.group() + "-" + w.index).start();
     }
     log.info("Consumer group '{}' started: {} worker(s) as {}-*", config.group(), workers.length,
         config.consumerName());
@@ -139,10 +116,7 @@ public final class DefaultStreamConsumer implements StreamConsumer {
 
   @Override
   public PollResult pollOnce() {
-    if (!state.compareAndSet(State.NEW, State.POLLING) && state.get() != State.POLLING) {
-      throw new IllegalStateException("pollOnce is for consumers that were not started; consumer of group '"
-          + config.group() + "' is " + state.get().name().toLowerCase());
-    }
+    beginPoll();
     startLeaseKeeper();
     synchronized (workers[0]) {
       return workers[0].step(false);
@@ -290,15 +264,7 @@ public final class DefaultStreamConsumer implements StreamConsumer {
 
   private PollResult settleReplay(List<Delivery> batch) {
     BatchProcessor.Settled s = processor.settle(batch, BatchProcessor.Mode.REPLAY, FaultHook.NONE);
-    duplicatesSkipped.addAndGet(s.duplicates.size());
-    for (Delivery d : s.handled) {
-      emit(l -> l.handled(d.message));
-    }
-    for (Delivery d : s.duplicates) {
-      if (d.message != null) {
-        emit(l -> l.duplicate(d.message));
-      }
-    }
+    emitHandled(s);
     if (s.databaseError != null) {
       throw new ConsumerException("replay for consumer group '" + config.group() + "' failed in the database",
           s.databaseError);
@@ -313,36 +279,12 @@ public final class DefaultStreamConsumer implements StreamConsumer {
 
   @Override
   public boolean close(Duration deadline) {
-    State previous = state.getAndSet(State.CLOSED);
-    if (previous == State.CLOSED) {
-      return true;
-    }
-    log.info("Consumer group '{}' closing (consumer {})", config.group(), config.consumerName());
-    stopping.countDown();
-    long end = System.nanoTime() + deadline.toNanos();
-    boolean clean = true;
-    for (Thread t : threads) {
-      joinUntil(t, end);
-    }
-    for (Thread t : threads) {
-      if (t.isAlive()) {
-        clean = false;
-        abandon = true;
-        log.warn("Consumer group '{}': {} still busy after the close deadline of {}; abandoning its batch"
-            + " (rolled back if not committed, left pending for another consumer to claim)", config.group(),
-            t.getName(), deadline);
-        t.interrupt();
-      }
-    }
-    for (Thread t : threads) {
-      joinUntil(t, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
-    }
-    synchronized (this) {
-      if (leaseKeeper != null) {
-        leaseKeeper.shutdownNow();
-      }
-    }
-    if (clean && previous != State.NEW) {
+    return closeWithin(deadline);
+  }
+
+  @Override
+  protected void afterWorkersStopped(boolean used, boolean clean) {
+    if (clean && used) {
       // Consumer names are per process: remove ours when they hold nothing, so that names do not pile up in the
       // group. A name with pending entries stays, or those entries could never be claimed (DELCONSUMER drops them).
       for (Worker w : workers) {
@@ -356,20 +298,6 @@ public final class DefaultStreamConsumer implements StreamConsumer {
       }
     }
     redis.close();
-    log.info("Consumer group '{}' closed{}", config.group(), clean ? "" : " (some work was abandoned)");
-    return clean;
-  }
-
-  private static void joinUntil(Thread t, long endNanos) {
-    long left = endNanos - System.nanoTime();
-    if (left <= 0) {
-      return;
-    }
-    try {
-      t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
   }
 
   private void ensureGroups() {
@@ -410,14 +338,10 @@ public final class DefaultStreamConsumer implements StreamConsumer {
   }
 
   private synchronized void startLeaseKeeper() {
-    if (leaseKeeper != null) {
+    if (housekeepingStarted()) {
       return;
     }
-    leaseKeeper = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "handoff-consumer-" + config.group() + "-lease");
-      t.setDaemon(true);
-      return t;
-    });
+    ScheduledExecutorService leaseKeeper = startHousekeeping("handoff-consumer-" + config.group() + "-lease");
     long every = config.leaseRenewInterval().toMillis();
     leaseKeeper.scheduleWithFixedDelay(this::renewLeases, every, every, TimeUnit.MILLISECONDS);
   }
@@ -441,14 +365,6 @@ public final class DefaultStreamConsumer implements StreamConsumer {
           log.debug("lease renewal for {} on {} failed", w.name, e.getKey(), ex);
         }
       }
-    }
-  }
-
-  private void emit(Consumer<ConsumerListener> call) {
-    try {
-      call.accept(listener);
-    } catch (RuntimeException e) {
-      log.warn("Consumer listener threw; ignored", e);
     }
   }
 
@@ -527,7 +443,7 @@ public final class DefaultStreamConsumer implements StreamConsumer {
   }
 
   /** One worker: a consumer name, its replay state, and the entries it holds right now. */
-  private final class Worker {
+  private final class Worker implements WorkerLoop {
     final int index;
     final String name;
     final Map<String, String> ownCursor = new LinkedHashMap<>();
@@ -550,44 +466,32 @@ public final class DefaultStreamConsumer implements StreamConsumer {
       ownPendingDone = false;
     }
 
-    void run() {
-      int errors = 0;
-      while (state.get() == State.RUNNING) {
-        try {
-          step(true);
-          if (lastDatabaseError != null) {
-            log.warn("Consumer {}: database failure, unsettled entries stay pending: {}", name,
-                lastDatabaseError.toString());
-            pause(errors++);
-          } else {
-            errors = 0;
-          }
-        } catch (RedisGroups.GroupMissingException e) {
-          groupsMissing();
-          resetOwnReplay();
-          log.warn("Consumer {}: {}; recreating the group from the beginning", name, e.getMessage());
-          pause(errors++);
-        } catch (JedisException e) {
-          if (state.get() != State.RUNNING) {
-            break;
-          }
-          log.warn("Consumer {}: Redis unavailable ({}); retrying", name, e.toString());
-          pause(errors++);
-        } catch (RuntimeException e) {
-          log.error("Consumer {}: unexpected failure; retrying", name, e);
-          pause(errors++);
-        }
-      }
+    @Override
+    public Throwable blockingStep() {
+      step(true);
+      return lastDatabaseError;
     }
 
-    private void pause(int failures) {
-      long max = Math.min(5_000, 100L << Math.min(failures, 6));
-      long wait = max / 2 + ThreadLocalRandom.current().nextLong(max / 2 + 1);
-      try {
-        stopping.await(wait, TimeUnit.MILLISECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
+    @Override
+    public void databaseFailed(Throwable error) {
+      log.warn("Consumer {}: database failure, unsettled entries stay pending: {}", name, error.toString());
+    }
+
+    @Override
+    public void redisFailed(JedisException e) {
+      log.warn("Consumer {}: Redis unavailable ({}); retrying", name, e.toString());
+    }
+
+    @Override
+    public boolean failed(RuntimeException e) {
+      if (e instanceof RedisGroups.GroupMissingException) {
+        groupsMissing();
+        resetOwnReplay();
+        log.warn("Consumer {}: {}; recreating the group from the beginning", name, e.getMessage());
+      } else {
+        log.error("Consumer {}: unexpected failure; retrying", name, e);
       }
+      return true;
     }
 
     PollResult step(boolean blocking) {
@@ -602,7 +506,7 @@ public final class DefaultStreamConsumer implements StreamConsumer {
         }
         int reclaimed = reclaimStep(batch, !blocking);
         int free = config.batchSize() - batch.size();
-        if (free > 0 && (!blocking || state.get() == State.RUNNING)) {
+        if (free > 0 && (!blocking || running())) {
           readNew(batch, free, blocking && batch.isEmpty());
         }
         return settle(batch, reclaimed);
@@ -713,7 +617,7 @@ public final class DefaultStreamConsumer implements StreamConsumer {
       try {
         long started = System.nanoTime();
         BatchProcessor.Settled s = processor.settle(batch, BatchProcessor.Mode.DELIVERY, faultHook,
-            () -> abandon);
+            () -> abandoning());
         if (s.committed() > 0) {
           faultHook.at(FaultHook.Point.AFTER_COMMIT);
         }
@@ -751,15 +655,7 @@ public final class DefaultStreamConsumer implements StreamConsumer {
     }
 
     private void report(BatchProcessor.Settled s, Map<Delivery, Duration> backoffs, long nanos) {
-      duplicatesSkipped.addAndGet(s.duplicates.size());
-      for (Delivery d : s.handled) {
-        emit(l -> l.handled(d.message));
-      }
-      for (Delivery d : s.duplicates) {
-        if (d.message != null) {
-          emit(l -> l.duplicate(d.message));
-        }
-      }
+      emitHandled(s);
       for (BatchProcessor.Failure f : s.failed) {
         Delivery d = f.delivery();
         log.info("Consumer {}: message {} (entry {} of {}, delivery {}) failed, retry in {}: {}", name,
@@ -780,9 +676,7 @@ public final class DefaultStreamConsumer implements StreamConsumer {
             + " lost in dead_letter and acknowledged", name, d.id, d.streamKey);
         emit(l -> l.lost(d.streamKey, d.id));
       }
-      if (s.committed() > 0) {
-        emit(l -> l.batchCommitted(s.committed(), Duration.ofNanos(nanos)));
-      }
+      emitCommitted(s, nanos);
     }
   }
 }

@@ -1,0 +1,269 @@
+package dev.handoff.consumer.internal;
+
+import dev.handoff.consumer.ConsumerConfig;
+import dev.handoff.consumer.ConsumerListener;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import redis.clients.jedis.exceptions.JedisException;
+
+/**
+ * The lifecycle that the stream and the list consumer share: the state (new, polling, running, closed), the worker
+ * threads and their loop with its backoff after failures, the one housekeeping thread (lease or heartbeat
+ * renewal), closing with a drain deadline and abandoning what is still busy after it, and the listener callbacks.
+ * What a worker reads, settles and acknowledges, and what a closed consumer gives back to Redis, stay with the
+ * subclasses.
+ *
+ * <p>Thread-safe: the state is atomic, the housekeeping executor is guarded by {@code this}, and the abandon flag
+ * is volatile. {@link #newWorkerThread} is meant for {@code start()} only, which the state lets run once.
+ */
+abstract class AbstractConsumer {
+
+  static final Duration DEFAULT_CLOSE_DEADLINE = Duration.ofSeconds(30);
+
+  private enum State { NEW, POLLING, RUNNING, CLOSED }
+
+  /** One worker, as {@link #runWorker} drives it. */
+  interface WorkerLoop {
+
+    /** One blocking step; returns the database failure that left work unsettled, or null. */
+    Throwable blockingStep();
+
+    /** Reports a step that returned a database failure; the loop then pauses. */
+    void databaseFailed(Throwable error);
+
+    /** Reports Redis as unavailable while the consumer still runs; the loop then pauses. */
+    void redisFailed(JedisException e);
+
+    /** Handles any other failure of a step: true to pause and go on, false to end the loop. */
+    boolean failed(RuntimeException e);
+  }
+
+  protected final ConsumerConfig config;
+  protected final AtomicLong duplicatesSkipped = new AtomicLong();
+  // The subclass's logger, so that log lines keep the category they always had.
+  private final Logger log;
+  private final String kind;
+  private final String label;
+  private final String abandonNote;
+  private final ConsumerListener listener;
+  private final List<Thread> threads = new ArrayList<>();
+  private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
+  private final CountDownLatch stopping = new CountDownLatch(1);
+  private ScheduledExecutorService housekeeping;
+  private volatile boolean abandon;
+
+  /**
+   * @param kind what the exceptions call this consumer ({@code "consumer"})
+   * @param label how the lifecycle log lines start ({@code "Consumer group"})
+   * @param abandonNote appended to the log line about a worker abandoned at the close deadline
+   */
+  AbstractConsumer(ConsumerConfig config, Logger log, String kind, String label, String abandonNote) {
+    this.config = config;
+    this.log = log;
+    this.kind = kind;
+    this.label = label;
+    this.abandonNote = abandonNote;
+    this.listener = config.listener();
+  }
+
+  /** Moves a new consumer to running, or throws: a consumer starts once. */
+  protected final void beginStart() {
+    if (!state.compareAndSet(State.NEW, State.RUNNING)) {
+      throw new IllegalStateException(kind + " of group '" + config.group() + "' was already "
+          + state.get().name().toLowerCase() + "; a consumer starts once");
+    }
+  }
+
+  /** Moves a new consumer to polling (or leaves it there), or throws if it was started or closed. */
+  protected final void beginPoll() {
+    if (!state.compareAndSet(State.NEW, State.POLLING) && state.get() != State.POLLING) {
+      throw new IllegalStateException("pollOnce is for consumers that were not started; " + kind + " of group '"
+          + config.group() + "' is " + state.get().name().toLowerCase());
+    }
+  }
+
+  protected final boolean running() {
+    return state.get() == State.RUNNING;
+  }
+
+  /** True once close gave up waiting: batches still being settled roll back rather than commit. */
+  protected final boolean abandoning() {
+    return abandon;
+  }
+
+  /** A daemon worker thread that close will wait for; the caller starts it. */
+  protected final Thread newWorkerThread(Runnable body, String name) {
+    Thread t = new Thread(body, name);
+    t.setDaemon(true);
+    threads.add(t);
+    return t;
+  }
+
+  protected final synchronized boolean housekeepingStarted() {
+    return housekeeping != null;
+  }
+
+  /** Creates the housekeeping executor (one daemon thread) that close shuts down; the caller schedules on it. */
+  protected final synchronized ScheduledExecutorService startHousekeeping(String threadName) {
+    housekeeping = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, threadName);
+      t.setDaemon(true);
+      return t;
+    });
+    return housekeeping;
+  }
+
+  /**
+   * Runs one worker until the consumer stops running. Failures pause the worker with a jittered backoff that
+   * grows with consecutive failures; close cuts the pause short.
+   */
+  protected final void runWorker(WorkerLoop w) {
+    int errors = 0;
+    while (state.get() == State.RUNNING) {
+      try {
+        Throwable databaseError = w.blockingStep();
+        if (databaseError != null) {
+          w.databaseFailed(databaseError);
+          pause(errors++);
+        } else {
+          errors = 0;
+        }
+      } catch (JedisException e) {
+        // Once closed (an abandoned batch interrupted, or the connections gone), a Redis failure ends the loop.
+        if (state.get() != State.RUNNING) {
+          break;
+        }
+        w.redisFailed(e);
+        pause(errors++);
+      } catch (RuntimeException e) {
+        if (!w.failed(e)) {
+          break;
+        }
+        pause(errors++);
+      }
+    }
+  }
+
+  private void pause(int failures) {
+    long max = Math.min(5_000, 100L << Math.min(failures, 6));
+    long wait = max / 2 + ThreadLocalRandom.current().nextLong(max / 2 + 1);
+    try {
+      stopping.await(wait, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /**
+   * Stops the workers, waiting up to {@code deadline} for their batches; past it, abandons them. Then stops the
+   * housekeeping and lets the subclass give back what it holds. Closing twice does nothing.
+   *
+   * @return false if some work was abandoned
+   */
+  protected final boolean closeWithin(Duration deadline) {
+    State previous = state.getAndSet(State.CLOSED);
+    if (previous == State.CLOSED) {
+      return true;
+    }
+    log.info(label + " '{}' closing (consumer {})", config.group(), config.consumerName());
+    stopping.countDown();
+    long end = System.nanoTime() + deadline.toNanos();
+    boolean clean = true;
+    for (Thread t : threads) {
+      joinUntil(t, end);
+    }
+    for (Thread t : threads) {
+      if (t.isAlive()) {
+        clean = false;
+        abandon = true;
+        log.warn(label + " '{}': {} still busy after the close deadline of {}; abandoning its batch" + abandonNote,
+            config.group(), t.getName(), deadline);
+        t.interrupt();
+      }
+    }
+    for (Thread t : threads) {
+      joinUntil(t, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+    }
+    synchronized (this) {
+      if (housekeeping != null) {
+        housekeeping.shutdownNow();
+      }
+    }
+    afterWorkersStopped(previous != State.NEW, clean);
+    log.info(label + " '{}' closed{}", config.group(), clean ? "" : " (some work was abandoned)");
+    return clean;
+  }
+
+  /**
+   * Called once by close after the workers and the housekeeping stopped: give back or unregister what this
+   * consumer holds, then close the Redis connections.
+   *
+   * @param used whether the consumer was started or polled
+   * @param clean whether no work was abandoned
+   */
+  protected abstract void afterWorkersStopped(boolean used, boolean clean);
+
+  /** Stops everything at once, without waiting and without the subclass's clean-up, as a killed process would. */
+  protected final void stopNow() {
+    state.set(State.CLOSED);
+    stopping.countDown();
+    synchronized (this) {
+      if (housekeeping != null) {
+        housekeeping.shutdownNow();
+      }
+    }
+    for (Thread t : threads) {
+      t.interrupt();
+    }
+  }
+
+  private static void joinUntil(Thread t, long endNanos) {
+    long left = endNanos - System.nanoTime();
+    if (left <= 0) {
+      return;
+    }
+    try {
+      t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /** Counts the duplicates skipped, then tells the listener what was handled and what was a duplicate. */
+  protected final void emitHandled(BatchProcessor.Settled s) {
+    duplicatesSkipped.addAndGet(s.duplicates.size());
+    for (Delivery d : s.handled) {
+      emit(l -> l.handled(d.message));
+    }
+    for (Delivery d : s.duplicates) {
+      if (d.message != null) {
+        emit(l -> l.duplicate(d.message));
+      }
+    }
+  }
+
+  protected final void emitCommitted(BatchProcessor.Settled s, long nanos) {
+    if (s.committed() > 0) {
+      emit(l -> l.batchCommitted(s.committed(), Duration.ofNanos(nanos)));
+    }
+  }
+
+  /** Calls the listener; a listener that throws must not stop a worker or the housekeeping. */
+  protected final void emit(Consumer<ConsumerListener> call) {
+    try {
+      call.accept(listener);
+    } catch (RuntimeException e) {
+      log.warn("Consumer listener threw; ignored", e);
+    }
+  }
+}
