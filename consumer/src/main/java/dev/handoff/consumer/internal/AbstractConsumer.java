@@ -114,7 +114,7 @@ abstract class AbstractConsumer {
   }
 
   /** Creates the housekeeping executor (one daemon thread) that close shuts down; the caller schedules on it. */
-  protected final synchronized ScheduledExecutorService startHousekeeping(String threadName) {
+  protected final synchronized ScheduledExecutorService newHousekeeping(String threadName) {
     housekeeping = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, threadName);
       t.setDaemon(true);

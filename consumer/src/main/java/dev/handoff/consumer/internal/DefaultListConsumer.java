@@ -2,7 +2,6 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
-import dev.handoff.consumer.ConsumerListener;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.ListConsumer;
@@ -25,13 +24,8 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
@@ -53,36 +47,24 @@ import redis.clients.jedis.exceptions.JedisException;
  *
  * <p>Thread-safe.
  */
-public final class DefaultListConsumer implements ListConsumer {
+public final class DefaultListConsumer extends AbstractConsumer implements ListConsumer {
 
   private static final Logger log = LoggerFactory.getLogger(DefaultListConsumer.class);
-  private static final Duration DEFAULT_CLOSE_DEADLINE = Duration.ofSeconds(30);
 
-  private enum State { NEW, POLLING, RUNNING, CLOSED }
-
-  private final ConsumerConfig config;
   private final DataSource dataSource;
   private final ListQueues redis;
   private final BatchProcessor processor;
   private final OutboxQueries outbox;
   private final Backoff backoff;
-  private final ConsumerListener listener;
   private final List<String> listKeys = new ArrayList<>();
   private final Worker[] workers;
-  private final List<Thread> threads = new ArrayList<>();
-  private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
-  private final CountDownLatch stopping = new CountDownLatch(1);
-  private final AtomicLong duplicatesSkipped = new AtomicLong();
-  private ScheduledExecutorService housekeeping;
   private volatile FaultHook faultHook = FaultHook.NONE;
-  private volatile boolean abandon;
   private volatile boolean halted;
 
   public DefaultListConsumer(ConsumerConfig config, DataSource dataSource, HostAndPort redisServer,
       JedisClientConfig redisConfig) {
-    this.config = config;
+    super(config, log, "list consumer", "List consumer of group", "");
     this.dataSource = dataSource;
-    this.listener = config.listener();
     for (int shard = 0; shard < config.topic().shards(); shard++) {
       listKeys.add(ListFormat.listKey(config.keyPrefix(), config.topic().name(), shard));
     }
@@ -112,16 +94,7 @@ public final class DefaultListConsumer implements ListConsumer {
    */
   public void halt() {
     halted = true;
-    state.set(State.CLOSED);
-    stopping.countDown();
-    synchronized (this) {
-      if (housekeeping != null) {
-        housekeeping.shutdownNow();
-      }
-    }
-    for (Thread t : threads) {
-      t.interrupt();
-    }
+    stopNow();
     redis.close();
   }
 
@@ -132,15 +105,10 @@ public final class DefaultListConsumer implements ListConsumer {
 
   @Override
   public void start() {
-    if (!state.compareAndSet(State.NEW, State.RUNNING)) {
-      throw new IllegalStateException("list consumer of group '" + config.group() + "' was already "
-          + state.get().name().toLowerCase() + "; a consumer starts once");
-    }
+    beginStart();
     startHousekeeping(true);
     for (Worker w : workers) {
-      Thread t = new Thread(w::run, "handoff-list-consumer-" + config.group() + "-" + w.index);
-      t.setDaemon(true);
-      threads.add(t);
+      Thread t = newWorkerThread(() -> runWorker(w), "handoff-list-consumer-" + config.group() + "-" + w.index);
       w.thread = t;
       t.start();
     }
@@ -150,10 +118,7 @@ public final class DefaultListConsumer implements ListConsumer {
 
   @Override
   public PollResult pollOnce() {
-    if (!state.compareAndSet(State.NEW, State.POLLING) && state.get() != State.POLLING) {
-      throw new IllegalStateException("pollOnce is for consumers that were not started; list consumer of group '"
-          + config.group() + "' is " + state.get().name().toLowerCase());
-    }
+    beginPoll();
     startHousekeeping(false);
     reap();
     synchronized (workers[0]) {
@@ -163,15 +128,12 @@ public final class DefaultListConsumer implements ListConsumer {
 
   /** Heartbeats first (so nothing is ever taken into an unregistered processing list), then the schedule. */
   private synchronized void startHousekeeping(boolean withReaper) {
-    if (housekeeping != null) {
+    if (housekeepingStarted()) {
       return;
     }
     beat();
-    housekeeping = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "handoff-list-consumer-" + config.group() + "-housekeeping");
-      t.setDaemon(true);
-      return t;
-    });
+    ScheduledExecutorService housekeeping =
+        newHousekeeping("handoff-list-consumer-" + config.group() + "-housekeeping");
     long every = config.leaseRenewInterval().toMillis();
     housekeeping.scheduleWithFixedDelay(this::beatQuietly, every, every, TimeUnit.MILLISECONDS);
     if (withReaper) {
@@ -299,35 +261,12 @@ public final class DefaultListConsumer implements ListConsumer {
 
   @Override
   public boolean close(Duration deadline) {
-    State previous = state.getAndSet(State.CLOSED);
-    if (previous == State.CLOSED) {
-      return true;
-    }
-    log.info("List consumer of group '{}' closing (consumer {})", config.group(), config.consumerName());
-    stopping.countDown();
-    long end = System.nanoTime() + deadline.toNanos();
-    boolean clean = true;
-    for (Thread t : threads) {
-      joinUntil(t, end);
-    }
-    for (Thread t : threads) {
-      if (t.isAlive()) {
-        clean = false;
-        abandon = true;
-        log.warn("List consumer of group '{}': {} still busy after the close deadline of {}; abandoning its batch",
-            config.group(), t.getName(), deadline);
-        t.interrupt();
-      }
-    }
-    for (Thread t : threads) {
-      joinUntil(t, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
-    }
-    synchronized (this) {
-      if (housekeeping != null) {
-        housekeeping.shutdownNow();
-      }
-    }
-    if (previous != State.NEW) {
+    return closeWithin(deadline);
+  }
+
+  @Override
+  protected void afterWorkersStopped(boolean used, boolean clean) {
+    if (used) {
       // Whatever this consumer still holds (abandoned, or waiting for a retry) goes back to the head now, rather than
       // after the heartbeat TTL; the registrations and heartbeats go too.
       for (Worker w : workers) {
@@ -346,28 +285,6 @@ public final class DefaultListConsumer implements ListConsumer {
       }
     }
     redis.close();
-    log.info("List consumer of group '{}' closed{}", config.group(), clean ? "" : " (some work was abandoned)");
-    return clean;
-  }
-
-  private static void joinUntil(Thread t, long endNanos) {
-    long left = endNanos - System.nanoTime();
-    if (left <= 0) {
-      return;
-    }
-    try {
-      t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-  }
-
-  private void emit(Consumer<ConsumerListener> call) {
-    try {
-      call.accept(listener);
-    } catch (RuntimeException e) {
-      log.warn("Consumer listener threw; ignored", e);
-    }
   }
 
   private static int compare(String a, String b) {
@@ -381,7 +298,7 @@ public final class DefaultListConsumer implements ListConsumer {
   private record Held(String list, byte[] element, long deliveries, long dueAtMillis) {}
 
   /** One worker: a name, a processing list per shard, and its failed elements waiting for their retry. */
-  private final class Worker {
+  private final class Worker implements WorkerLoop {
     final int index;
     final String name;
     volatile Thread thread;
@@ -400,34 +317,32 @@ public final class DefaultListConsumer implements ListConsumer {
       }
     }
 
-    void run() {
-      int errors = 0;
-      while (state.get() == State.RUNNING) {
-        try {
-          step(true);
-          if (lastDatabaseError != null) {
-            log.warn("List consumer {}: database failure, unsettled elements are held for a retry: {}", name,
-                lastDatabaseError.toString());
-            pause(errors++);
-          } else {
-            errors = 0;
-          }
-        } catch (JedisException e) {
-          if (state.get() != State.RUNNING) {
-            break;
-          }
-          log.warn("List consumer {}: Redis unavailable ({}); retrying", name, e.toString());
-          forgetHeld();
-          pause(errors++);
-        } catch (RuntimeException e) {
-          if (halted) {
-            break;
-          }
-          log.error("List consumer {}: unexpected failure; retrying", name, e);
-          forgetHeld();
-          pause(errors++);
-        }
+    @Override
+    public Throwable blockingStep() {
+      step(true);
+      return lastDatabaseError;
+    }
+
+    @Override
+    public void databaseFailed(Throwable error) {
+      log.warn("List consumer {}: database failure, unsettled elements are held for a retry: {}", name,
+          error.toString());
+    }
+
+    @Override
+    public void redisFailed(JedisException e) {
+      log.warn("List consumer {}: Redis unavailable ({}); retrying", name, e.toString());
+      forgetHeld();
+    }
+
+    @Override
+    public boolean failed(RuntimeException e) {
+      if (halted) {
+        return false;
       }
+      log.error("List consumer {}: unexpected failure; retrying", name, e);
+      forgetHeld();
+      return true;
     }
 
     /**
@@ -437,16 +352,6 @@ public final class DefaultListConsumer implements ListConsumer {
     private void forgetHeld() {
       held.clear();
       ownReplayed = false;
-    }
-
-    private void pause(int failures) {
-      long max = Math.min(5_000, 100L << Math.min(failures, 6));
-      long wait = max / 2 + ThreadLocalRandom.current().nextLong(max / 2 + 1);
-      try {
-        stopping.await(wait, TimeUnit.MILLISECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
     }
 
     PollResult step(boolean blocking) {
@@ -487,7 +392,7 @@ public final class DefaultListConsumer implements ListConsumer {
           free--;
         }
       }
-      if (batch.isEmpty() && free > 0 && blocking && state.get() == State.RUNNING) {
+      if (batch.isEmpty() && free > 0 && blocking && running()) {
         String list = listKeys.get(rotation % listKeys.size());
         rotation = (rotation + 1) % listKeys.size();
         long wait = Math.min(config.block().toMillis() / listKeys.size(), nextDue - now);
@@ -527,7 +432,7 @@ public final class DefaultListConsumer implements ListConsumer {
         return PollResult.EMPTY;
       }
       long started = System.nanoTime();
-      BatchProcessor.Settled s = processor.settle(batch, BatchProcessor.Mode.DELIVERY, faultHook, () -> abandon);
+      BatchProcessor.Settled s = processor.settle(batch, BatchProcessor.Mode.DELIVERY, faultHook, () -> abandoning());
       if (s.committed() > 0) {
         faultHook.at(FaultHook.Point.AFTER_COMMIT);
       }
@@ -573,15 +478,7 @@ public final class DefaultListConsumer implements ListConsumer {
     }
 
     private void report(BatchProcessor.Settled s, Map<Delivery, Duration> backoffs, long nanos) {
-      duplicatesSkipped.addAndGet(s.duplicates.size());
-      for (Delivery d : s.handled) {
-        emit(l -> l.handled(d.message));
-      }
-      for (Delivery d : s.duplicates) {
-        if (d.message != null) {
-          emit(l -> l.duplicate(d.message));
-        }
-      }
+      emitHandled(s);
       for (BatchProcessor.Failure f : s.failed) {
         Delivery d = f.delivery();
         log.info("List consumer {}: message {} ({} of {}, delivery {}) failed, retry in {}: {}", name,
@@ -596,9 +493,7 @@ public final class DefaultListConsumer implements ListConsumer {
             d.streamKey, d.messageId(), d.deliveries, x.error().lines().findFirst().orElse(""));
         emit(l -> l.deadLettered(d.streamKey, d.id, d.messageId(), x.error()));
       }
-      if (s.committed() > 0) {
-        emit(l -> l.batchCommitted(s.committed(), Duration.ofNanos(nanos)));
-      }
+      emitCommitted(s, nanos);
     }
   }
 

@@ -341,7 +341,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     if (housekeepingStarted()) {
       return;
     }
-    ScheduledExecutorService leaseKeeper = startHousekeeping("handoff-consumer-" + config.group() + "-lease");
+    ScheduledExecutorService leaseKeeper = newHousekeeping("handoff-consumer-" + config.group() + "-lease");
     long every = config.leaseRenewInterval().toMillis();
     leaseKeeper.scheduleWithFixedDelay(this::renewLeases, every, every, TimeUnit.MILLISECONDS);
   }
