@@ -23,6 +23,9 @@ import org.postgresql.PGStatement;
  */
 final class OutboxQueries {
 
+  /** Below this size (1 MiB), the outbox's statements are planned at each execution. */
+  static final long SMALL_TABLE_PAGES = 128;
+
   private final String assign;
   private final String pendingBatch;
   private final String assigned;
@@ -31,8 +34,6 @@ final class OutboxQueries {
   private final String republish;
   private final String purge;
   private final String outboxTable;
-  /** Below this size (1 MiB), the outbox's statements are planned at each execution. */
-  static final long SMALL_TABLE_PAGES = 128;
   private volatile boolean planEachTime = true;
 
   OutboxQueries(String schema) {
