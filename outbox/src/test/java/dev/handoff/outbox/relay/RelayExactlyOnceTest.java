@@ -50,6 +50,9 @@ class RelayExactlyOnceTest {
   void clean() {
     env.execute("TRUNCATE outbox, relay_lease, relay_member");
     env.redis().del(key("payments", 0), key("payments", 0) + ":relay", key("orders", 0), key("orders", 0) + ":relay");
+    for (int shard = 0; shard < 3; shard++) {
+      env.redis().del(key("ledgers", shard), key("ledgers", shard) + ":relay");
+    }
   }
 
   @Test
@@ -148,6 +151,68 @@ class RelayExactlyOnceTest {
     assertThat(entries).hasSize(300);
     assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize(300);
     StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+    crashing.close(Duration.ofMillis(100));
+  }
+
+  @Test
+  void aCrashAfterSeveralShardsWereWrittenAndBeforeAnyWasMarkedIsRepairedWithoutDuplicates() throws Exception {
+    // A cycle writes every shard's batch first and marks them after the last write: crash between the two.
+    TopicConfig topic = TopicConfig.of("ledgers").withShards(3);
+    Outbox outbox = Outbox.builder().schema(env.schema()).topic(topic).build();
+    try (Connection tx = env.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      List<Message> batch = new ArrayList<>();
+      for (int i = 0; i < 600; i++) {
+        batch.add(Message.builder("ledgers", "entry.posted").key("account-" + i).payload("entry-" + i).build());
+      }
+      outbox.appendAll(tx, batch);
+      tx.commit();
+    }
+    DefaultRelay crashing = (DefaultRelay) Relay.builder(env.dataSource(), env.redis()).schema(env.schema())
+        .keyPrefix(env.keyPrefix()).topic(topic).leaseTtl(Duration.ofMillis(600)).build();
+    java.util.concurrent.atomic.AtomicInteger written = new java.util.concurrent.atomic.AtomicInteger();
+    crashing.faults(new RelayFaults() {
+      @Override
+      public void afterStreamWrite(ShardId shard, int rows) {
+        if (written.incrementAndGet() == 3) {
+          throw new SimulatedCrash();
+        }
+      }
+    });
+    crashing.start();
+    await().atMost(Duration.ofSeconds(20)).until(() -> written.get() == 3);
+    long inStreams = 0;
+    for (int shard = 0; shard < 3; shard++) {
+      long length = env.redis().xlen(key("ledgers", shard));
+      assertThat(length).as("shard %d was written", shard).isPositive();
+      assertThat(env.queryLong("select cardinality(batch_ids) from relay_lease where topic = 'ledgers' and shard = ?",
+          shard)).as("shard %d's batch is still pending", shard).isEqualTo(length);
+      inStreams += length;
+    }
+    assertThat(env.queryLong("select count(*) from outbox where published_at is not null")).isZero();
+
+    java.util.concurrent.atomic.AtomicLong resent = new java.util.concurrent.atomic.AtomicLong();
+    try (Relay successor = Relay.builder(env.dataSource(), env.redis()).schema(env.schema())
+        .keyPrefix(env.keyPrefix()).topic(topic).leaseTtl(Duration.ofMillis(600)).listener(new RelayListener() {
+          @Override
+          public void alreadyPresent(ShardId shard, int rows) {
+            resent.addAndGet(rows);
+          }
+        }).build()) {
+      await().atMost(Duration.ofSeconds(20)).until(() -> {
+        successor.relayOnce();
+        return env.queryLong("select count(*) from outbox where published_at is null") == 0;
+      });
+    }
+    assertThat(resent.get()).as("every crashed batch was re-sent and found in its stream").isEqualTo(inStreams);
+    long total = 0;
+    for (int shard = 0; shard < 3; shard++) {
+      List<StreamAssertions.Entry> entries = StreamAssertions.entries(env.redis(), key("ledgers", shard));
+      assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize(entries.size());
+      StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+      total += entries.size();
+    }
+    assertThat(total).isEqualTo(600);
     crashing.close(Duration.ofMillis(100));
   }
 
