@@ -51,4 +51,10 @@ public interface ConsumerListener {
 
   /** A batch transaction committed: {@code size} entries settled in {@code elapsed}, handler time included. */
   default void batchCommitted(int size, Duration elapsed) {}
+
+  /**
+   * A {@linkplain StreamConsumer#replayFromOutbox replay from the outbox} settled another page; {@code soFar} holds
+   * its totals up to here. Called on the thread that runs the replay.
+   */
+  default void replayProgress(ReplayResult soFar) {}
 }

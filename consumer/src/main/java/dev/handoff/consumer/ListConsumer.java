@@ -2,7 +2,10 @@ package dev.handoff.consumer;
 
 import java.net.URI;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.List;
+import java.util.Set;
+import java.util.UUID;
 import javax.sql.DataSource;
 import redis.clients.jedis.HostAndPort;
 
@@ -93,6 +96,15 @@ public interface ListConsumer extends AutoCloseable {
 
   /** The dead letters of this group, newest first, at most {@code limit}. */
   List<DeadLetter> deadLetters(int limit);
+
+  /**
+   * Runs the outbox rows of {@code range} through this consumer's own path without touching the lists; see
+   * {@link StreamConsumer#replayFromOutbox(OutboxRange)}, whose guarantees hold here unchanged.
+   */
+  ReplayResult replayFromOutbox(OutboxRange range);
+
+  /** Which of {@code messageIds} this group has processed; see {@link StreamConsumer#processed(Collection)}. */
+  Set<UUID> processed(Collection<UUID> messageIds);
 
   /** Waiting, in processing per consumer, the oldest in processing, the outbox backlog, dead letters. */
   ListStatus status();

@@ -3,7 +3,10 @@ package dev.handoff.consumer;
 import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Collection;
 import java.util.List;
+import java.util.Set;
+import java.util.UUID;
 import javax.sql.DataSource;
 import redis.clients.jedis.HostAndPort;
 
@@ -129,6 +132,40 @@ public interface StreamConsumer extends AutoCloseable {
 
   /** Runs the given messages through this consumer's own path, as {@link #replayRetained()} does. */
   PollResult replay(List<InboundMessage> messages);
+
+  /**
+   * Runs the outbox rows of {@code range} (of this consumer's topic) through this consumer's own path (inbox
+   * marker, handler, commit) without touching the group or the streams. The outbox keeps every published row for
+   * the outbox retention, whatever the streams were trimmed to, so this replays old messages that the streams no
+   * longer hold.
+   *
+   * <ul>
+   *   <li>A message that has an inbox marker (processed or dead-lettered) is a duplicate and changes nothing; one
+   *       that has none is handled exactly as a delivery would be, once, even while this consumer (or another of
+   *       its group) is running: the marker decides.
+   *   <li>Rows are read and settled a page ({@code batchSize} rows) per transaction, in outbox id order, so memory
+   *       stays bounded whatever the range's size. After each page the listener's
+   *       {@link ConsumerListener#replayProgress replayProgress} gets the totals so far.
+   *   <li>A failing handler is reported in the result, with its message ID, and the replay goes on; nothing is
+   *       dead-lettered by a replay and nothing of the failed message commits.
+   *   <li>Rows the relay has not published yet are left to it and counted as {@code unpublished}. Rows the outbox
+   *       retention already deleted cannot be replayed: the result counts them ({@code purged}, from the purge
+   *       log), so a purged range never passes for "nothing to do".
+   * </ul>
+   *
+   * <p>A bound on time or key does not narrow the walk: the outbox has no index for them, so the replay reads the
+   * topic's rows in id order and filters. Use an id range to bound the work.
+   *
+   * @throws ConsumerException if the database fails; what committed before stays committed, and running the
+   *     replay again is safe
+   */
+  ReplayResult replayFromOutbox(OutboxRange range);
+
+  /**
+   * Which of {@code messageIds} this group has processed: those with an inbox marker of outcome {@code processed}
+   * (a dead-lettered message is not among them).
+   */
+  Set<UUID> processed(Collection<UUID> messageIds);
 
   /** The settings this consumer runs with. */
   ConsumerConfig config();

@@ -12,18 +12,19 @@ import org.junit.jupiter.api.Test;
 @HandoffTest(migrate = false)
 class HandoffMigrationsTest {
 
-  private static final List<String> TABLES = List.of("dead_letter", "inbox", "outbox", "relay_lease", "relay_member");
+  private static final List<String> TABLES = List.of("dead_letter", "inbox", "outbox", "outbox_purged", "relay_lease", "relay_member");
+  private static final int MIGRATIONS = 2;
 
   @Test
   void appliesOnAFreshDatabaseAndReapplyingIsANoOp(TestEnvironment env) {
     String schema = env.schema() + "_fresh";
     try {
-      assertThat(HandoffMigrations.migrate(env.dataSource(), schema)).isEqualTo(1);
+      assertThat(HandoffMigrations.migrate(env.dataSource(), schema)).isEqualTo(MIGRATIONS);
       assertThat(tablesIn(env, schema)).containsExactlyElementsOf(sorted(TABLES, HandoffMigrations.HISTORY_TABLE));
-      assertThat(appliedVersions(env, schema)).isEqualTo(1);
+      assertThat(appliedVersions(env, schema)).isEqualTo(MIGRATIONS);
 
       assertThat(HandoffMigrations.migrate(env.dataSource(), schema)).isZero();
-      assertThat(appliedVersions(env, schema)).isEqualTo(1);
+      assertThat(appliedVersions(env, schema)).isEqualTo(MIGRATIONS);
     } finally {
       env.execute("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
     }
@@ -63,7 +64,7 @@ class HandoffMigrationsTest {
               .load();
       assertThat(app.migrate().migrationsExecuted).isEqualTo(2);
 
-      assertThat(HandoffMigrations.migrate(env.dataSource(), schema)).isEqualTo(1);
+      assertThat(HandoffMigrations.migrate(env.dataSource(), schema)).isEqualTo(MIGRATIONS);
       assertThat(app.migrate().migrationsExecuted).isZero();
       assertThat(HandoffMigrations.migrate(env.dataSource(), schema)).isZero();
 

@@ -2,6 +2,8 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerListener;
+import dev.handoff.consumer.OutboxRange;
+import dev.handoff.consumer.ReplayResult;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -256,6 +258,12 @@ abstract class AbstractConsumer {
     if (s.committed() > 0) {
       emit(l -> l.batchCommitted(s.committed(), Duration.ofNanos(nanos)));
     }
+  }
+
+  /** Replays a range of the outbox through {@code replay}, reporting to this consumer's counters and listener. */
+  protected final ReplayResult replayFromOutbox(OutboxReplay replay, OutboxRange range) {
+    java.util.Objects.requireNonNull(range, "range");
+    return replay.run(range, this::emitHandled, soFar -> emit(l -> l.replayProgress(soFar)));
   }
 
   /** Calls the listener; a listener that throws must not stop a worker or the housekeeping. */

@@ -417,6 +417,19 @@ final class BatchProcessor {
     return out;
   }
 
+  /** Which of {@code messageIds} have a marker of outcome processed in the group. */
+  Set<UUID> processed(java.util.Collection<UUID> messageIds) {
+    List<UUID> ids = List.copyOf(messageIds);
+    if (ids.isEmpty()) {
+      return Set.of();
+    }
+    try (Connection c = dataSource.getConnection()) {
+      return inbox.processed(c, group, ids);
+    } catch (SQLException e) {
+      throw new ConsumerException("could not read the inbox markers of consumer group '" + group + "'", e);
+    }
+  }
+
   /** The group's dead letters, newest first, at most {@code limit}. */
   List<DeadLetter> listDeadLetters(int limit) {
     try (Connection c = dataSource.getConnection()) {

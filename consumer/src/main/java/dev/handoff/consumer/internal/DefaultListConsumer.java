@@ -6,7 +6,9 @@ import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.ListStatus;
+import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.PollResult;
+import dev.handoff.consumer.ReplayResult;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.MalformedEntryException;
 import dev.handoff.outbox.StreamFormat;
@@ -23,6 +25,9 @@ import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.UUID;
+import java.util.Set;
+import java.util.Collection;
 import java.util.Map;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -54,6 +59,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   private final DataSource dataSource;
   private final ListQueues redis;
   private final BatchProcessor processor;
+  private final OutboxReplay outboxReplay;
   private final OutboxQueries outbox;
   private final Backoff backoff;
   private final List<String> listKeys = new ArrayList<>();
@@ -70,6 +76,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
     }
     this.redis = new ListQueues(redisServer, redisConfig, config.workers(), config.block(), config.redisPoolWait());
     this.processor = new BatchProcessor(config, dataSource);
+    this.outboxReplay = new OutboxReplay(config, dataSource, processor, shard -> ListFormat.listKey(config.keyPrefix(), config.topic().name(), shard));
     this.outbox = new OutboxQueries(config.schema());
     this.backoff = new Backoff(config.initialBackoff(), config.maxBackoff());
     this.workers = new Worker[config.workers()];
@@ -205,6 +212,16 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   @Override
   public int retryAll() {
     return processor.retryAll(this::retry);
+  }
+
+  @Override
+  public ReplayResult replayFromOutbox(OutboxRange range) {
+    return replayFromOutbox(outboxReplay, range);
+  }
+
+  @Override
+  public Set<UUID> processed(Collection<UUID> messageIds) {
+    return processor.processed(messageIds);
   }
 
   @Override

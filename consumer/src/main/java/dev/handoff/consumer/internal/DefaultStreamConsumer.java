@@ -6,7 +6,9 @@ import dev.handoff.consumer.ConsumerStatus;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.InboxPurgeRefusedException;
+import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.PollResult;
+import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.StartPosition;
 import dev.handoff.consumer.StreamConsumer;
 import java.sql.Connection;
@@ -18,6 +20,9 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
+import dev.handoff.outbox.StreamFormat;
+import java.util.UUID;
+import java.util.Collection;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -53,6 +58,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   private final DataSource dataSource;
   private final RedisGroups redis;
   private final BatchProcessor processor;
+  private final OutboxReplay outboxReplay;
   private final Backoff backoff;
   private final List<String> streamKeys;
   private final Map<String, Integer> shardOf = new HashMap<>();
@@ -75,6 +81,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     this.redis = new RedisGroups(redisServer, redisConfig, config.group(), config.workers(), config.block(),
         config.redisPoolWait());
     this.processor = new BatchProcessor(config, dataSource);
+    this.outboxReplay = new OutboxReplay(config, dataSource, processor, shard -> StreamFormat.streamKey(config.keyPrefix(), config.topic().name(), shard));
     this.backoff = new Backoff(config.initialBackoff(), config.maxBackoff());
     this.reclaim = new ReclaimScan(streamKeys, config.reclaimInterval().toMillis());
     this.workers = new Worker[config.workers()];
@@ -137,6 +144,16 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   @Override
   public int retryAll() {
     return processor.retryAll(this::retry);
+  }
+
+  @Override
+  public ReplayResult replayFromOutbox(OutboxRange range) {
+    return replayFromOutbox(outboxReplay, range);
+  }
+
+  @Override
+  public Set<UUID> processed(Collection<UUID> messageIds) {
+    return processor.processed(messageIds);
   }
 
   @Override

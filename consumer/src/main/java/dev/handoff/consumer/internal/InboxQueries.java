@@ -23,6 +23,7 @@ final class InboxQueries {
   private final String revive;
   private final String countRetained;
   private final String purgeBatch;
+  private final String processed;
 
   InboxQueries(String schema) {
     String table = schema + ".inbox";
@@ -40,6 +41,23 @@ final class InboxQueries {
     this.purgeBatch = "DELETE FROM " + table + " WHERE ctid IN (SELECT ctid FROM " + table
         + " WHERE consumer_group = ? AND processed_at < ? AND stream_id IS NOT NULL AND " + streamOrder
         + " < (?, ?) LIMIT 10000)";
+    this.processed = "SELECT message_id FROM " + table + " WHERE consumer_group = ? AND message_id = ANY(?)"
+        + " AND outcome = 'processed'";
+  }
+
+  /** Which of {@code ids} have a marker of outcome processed in {@code group}. */
+  Set<UUID> processed(Connection c, String group, List<UUID> ids) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(processed)) {
+      ps.setString(1, group);
+      ps.setArray(2, c.createArrayOf("uuid", ids.toArray()));
+      Set<UUID> out = new HashSet<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          out.add(rs.getObject(1, UUID.class));
+        }
+      }
+      return out;
+    }
   }
 
   /** Inserts markers; returns the IDs that were new (the others are duplicates). IDs must be distinct. */

@@ -1,21 +1,36 @@
 package dev.handoff.consumer.testkit;
 
 import dev.handoff.consumer.ConsumerStatus;
+import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboundMessage;
+import dev.handoff.consumer.ListConsumer;
+import dev.handoff.consumer.ListStatus;
+import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.PollResult;
+import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.StreamConsumer;
 import java.time.Duration;
+import java.util.Collection;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
+import java.util.UUID;
 import java.util.function.BooleanSupplier;
+import java.util.function.Function;
+import java.util.function.IntFunction;
+import java.util.function.Supplier;
 
 /**
- * Test helpers for code that consumes with a {@link StreamConsumer}. Every wait has a deadline and fails with an
- * {@link AssertionError} that shows the group's status; nothing here sleeps for correctness.
+ * Test helpers for code that consumes with a {@link StreamConsumer} or a {@link ListConsumer}. Every wait has a
+ * deadline and fails with an {@link AssertionError} that shows the group's status; nothing here sleeps for
+ * correctness.
  *
  * <pre>{@code
- * ConsumerTestKit.drain(consumer, Duration.ofSeconds(10));        // not started: polls until drained
- * ConsumerTestKit.awaitDrained(consumer, Duration.ofSeconds(10)); // started: waits until drained
- * ConsumerTestKit.assertReplayChangesNothing(consumer);           // replays every retained entry
+ * ConsumerTestKit.drain(consumer, Duration.ofSeconds(10));                 // not started: polls until drained
+ * ConsumerTestKit.awaitDrained(consumer, Duration.ofSeconds(10));          // started: waits until drained
+ * ConsumerTestKit.awaitProcessed(consumer, ids, Duration.ofSeconds(10));   // started: waits for these messages
+ * ConsumerTestKit.assertReplayChangesNothing(consumer);                    // replays every retained entry
+ * ConsumerTestKit.assertReplayChangesNothing(consumer, OutboxRange.all()); // replays the outbox
  * }</pre>
  *
  * <p>Thread-safe as far as the consumer is.
@@ -63,15 +78,104 @@ public final class ConsumerTestKit {
    * @throws AssertionError if that does not happen by {@code deadline}
    */
   public static ConsumerStatus awaitDrained(StreamConsumer consumer, Duration deadline) {
+    return awaitDrained(consumer::status, ConsumerStatus::drained, status -> "consumer group '" + status.group()
+        + "' not drained within " + deadline + ": backlog " + status.backlog() + ", pending " + status.pending()
+        + "; " + status, deadline);
+  }
+
+  /**
+   * Waits until a started list consumer's group has nothing waiting in its lists, nothing in processing, and no
+   * unpublished outbox backlog.
+   *
+   * @return the drained status
+   * @throws AssertionError if that does not happen by {@code deadline}
+   */
+  public static ListStatus awaitDrained(ListConsumer consumer, Duration deadline) {
+    return awaitDrained(consumer::status, ListStatus::drained, status -> "list consumer group '" + status.group()
+        + "' not drained within " + deadline + ": waiting " + status.waiting() + ", in processing "
+        + status.inProcessing() + ", outbox backlog " + status.outboxBacklog() + "; " + status, deadline);
+  }
+
+  /**
+   * Waits until the group of a started consumer has processed every one of {@code messageIds} (an inbox marker of
+   * outcome processed for each).
+   *
+   * @throws AssertionError at the deadline, or as soon as one of them was dead-lettered, naming the messages not
+   *     processed and the group's status
+   */
+  public static void awaitProcessed(StreamConsumer consumer, Collection<UUID> messageIds, Duration deadline) {
+    awaitProcessed(consumer.config().group(), messageIds, consumer::processed, consumer::deadLetters,
+        () -> consumer.status().toString(), deadline);
+  }
+
+  /** As {@link #awaitProcessed(StreamConsumer, Collection, Duration)}, for a list consumer. */
+  public static void awaitProcessed(ListConsumer consumer, Collection<UUID> messageIds, Duration deadline) {
+    awaitProcessed(consumer.config().group(), messageIds, consumer::processed, consumer::deadLetters,
+        () -> consumer.status().toString(), deadline);
+  }
+
+  /**
+   * Replays {@code range} of the outbox through the consumer's own path (see
+   * {@link StreamConsumer#replayFromOutbox}) and asserts that it changed nothing: every row was a duplicate, none
+   * was handled or failed, and the whole range was there to check (nothing purged, missing or still unpublished).
+   * Unlike {@link #assertReplayChangesNothing(StreamConsumer)} it does not depend on what the streams retain.
+   *
+   * @return the replay's result
+   * @throws AssertionError if a message was handled or failed, or part of the range could not be replayed
+   */
+  public static ReplayResult assertReplayChangesNothing(StreamConsumer consumer, OutboxRange range) {
+    return assertUnchanged(consumer.config().group(), range, consumer.replayFromOutbox(range));
+  }
+
+  /** As {@link #assertReplayChangesNothing(StreamConsumer, OutboxRange)}, for a list consumer. */
+  public static ReplayResult assertReplayChangesNothing(ListConsumer consumer, OutboxRange range) {
+    return assertUnchanged(consumer.config().group(), range, consumer.replayFromOutbox(range));
+  }
+
+  private static ReplayResult assertUnchanged(String group, OutboxRange range, ReplayResult r) {
+    if (r.handled() != 0 || r.failed() != 0) {
+      throw new AssertionError("replaying " + range + " of the outbox through consumer group '" + group
+          + "' changed something: " + r);
+    }
+    if (!r.complete()) {
+      throw new AssertionError("replaying " + range + " of the outbox through consumer group '" + group
+          + "' could not check the whole range: " + r);
+    }
+    return r;
+  }
+
+  private static <S> S awaitDrained(Supplier<S> status, java.util.function.Predicate<S> drained,
+      Function<S, String> describe, Duration deadline) {
     long end = System.nanoTime() + deadline.toNanos();
     while (true) {
-      ConsumerStatus status = consumer.status();
-      if (status.drained()) {
-        return status;
+      S s = status.get();
+      if (drained.test(s)) {
+        return s;
       }
       if (System.nanoTime() > end) {
-        throw new AssertionError("consumer group '" + status.group() + "' not drained within " + deadline
-            + ": backlog " + status.backlog() + ", pending " + status.pending() + "; " + status);
+        throw new AssertionError(describe.apply(s));
+      }
+      sleep(POLL_MILLIS);
+    }
+  }
+
+  private static void awaitProcessed(String group, Collection<UUID> messageIds,
+      Function<Collection<UUID>, Set<UUID>> processed, IntFunction<List<DeadLetter>> deadLetters,
+      Supplier<String> status, Duration deadline) {
+    long end = System.nanoTime() + deadline.toNanos();
+    Set<UUID> left = new LinkedHashSet<>(messageIds);
+    while (true) {
+      left.removeAll(processed.apply(left));
+      if (left.isEmpty()) {
+        return;
+      }
+      List<UUID> dead = deadLetters.apply(1_000).stream().map(DeadLetter::messageId).filter(left::contains)
+          .toList();
+      if (!dead.isEmpty() || System.nanoTime() > end) {
+        throw new AssertionError("consumer group '" + group + "': " + left.size() + " of " + messageIds.size()
+            + " message(s) not processed" + (dead.isEmpty() ? " within " + deadline : "") + " (first: "
+            + left.iterator().next() + ")" + (dead.isEmpty() ? "" : "; dead-lettered: " + dead) + "; status "
+            + status.get());
       }
       sleep(POLL_MILLIS);
     }

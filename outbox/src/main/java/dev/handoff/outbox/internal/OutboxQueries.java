@@ -74,10 +74,14 @@ final class OutboxQueries {
         + " UPDATE " + outbox + " o SET published_at = NULL FROM lease"
         + " WHERE o.topic = ? AND o.shard = ? AND o.published_at IS NOT NULL"
         + " AND (o.stream_ms, o.stream_seq) >= (lease.watermark_ms, lease.watermark_seq)";
-    purge = "DELETE FROM " + outbox + " WHERE id IN ("
+    // The deletion and its record in the purge log are one statement, so no crash can separate them.
+    purge = "WITH gone AS (DELETE FROM " + outbox + " WHERE id IN ("
         + " SELECT id FROM " + outbox
         + " WHERE published_at < clock_timestamp() - make_interval(secs => ?) AND topic = ANY(?)"
-        + " ORDER BY id LIMIT ?)";
+        + " ORDER BY id LIMIT ?) RETURNING topic, id, created_at)"
+        + " INSERT INTO " + schema + ".outbox_purged (topic, first_id, last_id, first_created_at, last_created_at, rows)"
+        + " SELECT topic, min(id), max(id), min(created_at), max(created_at), count(*) FROM gone GROUP BY topic"
+        + " RETURNING rows";
   }
 
   /**
@@ -247,7 +251,13 @@ final class OutboxQueries {
       ps.setDouble(1, retention.toMillis() / 1000.0);
       ps.setArray(2, c.createArrayOf("text", topics));
       ps.setInt(3, limit);
-      return ps.executeUpdate();
+      int deleted = 0;
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          deleted += rs.getInt(1);
+        }
+      }
+      return deleted;
     }
   }
 

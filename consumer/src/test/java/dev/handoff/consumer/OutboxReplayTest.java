@@ -1,0 +1,408 @@
+package dev.handoff.consumer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.handoff.consumer.testkit.ConsumerTestKit;
+import dev.handoff.outbox.AppendedMessage;
+import dev.handoff.outbox.ListFormat;
+import dev.handoff.outbox.Message;
+import dev.handoff.outbox.Outbox;
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayBuilder;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.Transport;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.TestEnvironment;
+import java.sql.Connection;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntFunction;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * Replay from the outbox, on both transports: rows go through the consumer's own path (marker, handler, commit)
+ * whatever the streams or lists still hold, already processed ones change nothing, new ones are handled once, a
+ * poison message is reported and nothing is dead-lettered, and purged history is counted, never passed off as
+ * "nothing to do".
+ */
+@HandoffTest
+class OutboxReplayTest {
+
+  private final TestEnvironment env;
+
+  OutboxReplayTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  /** The consumer of one transport, seen through what these tests need. */
+  private interface Side extends AutoCloseable {
+    PollResult pollOnce();
+
+    void start();
+
+    ReplayResult replayFromOutbox(OutboxRange range);
+
+    ReplayResult assertReplayChangesNothing(OutboxRange range);
+
+    void awaitDrained(Duration deadline);
+
+    void awaitProcessed(List<UUID> ids, Duration deadline);
+
+    Set<UUID> processed(List<UUID> ids);
+
+    @Override
+    void close();
+  }
+
+  @ParameterizedTest
+  @EnumSource(Transport.class)
+  void aStreamTrimmedToNothingReplaysFromTheOutboxAsDuplicatesOnly(Transport transport) throws Exception {
+    Fixture f = new Fixture(env, "gone-" + transport.name().toLowerCase());
+    String group = "gone-" + transport.name().toLowerCase();
+    List<UUID> ids = ids(append(f.topic, 60, i -> "ok"));
+    try (Relay relay = relay(f.topic, transport).build();
+        Side consumer = side(transport, f, group, f.effect(group, null))) {
+      publishAll(relay);
+      drain(consumer);
+      relay.maintainOnce(); // trims what the group finished, to the stream's node boundary
+      if (transport == Transport.STREAM) {
+        env.redis().xtrim(StreamFormat.streamKey(env.keyPrefix(), f.topic, 0), 0, false); // and the rest
+      }
+      assertThat(retained(f, transport)).isZero();
+
+      ReplayResult r = consumer.assertReplayChangesNothing(OutboxRange.all());
+
+      assertThat(r.offered()).isEqualTo(60);
+      assertThat(r.duplicates()).isEqualTo(60);
+      assertThat(r.handled()).isZero();
+      assertThat(r.failed()).isZero();
+      assertThat(r.complete()).isTrue();
+      assertThat(f.effectCount(group)).isEqualTo(60);
+      assertThat(f.doubleEffects(group)).isZero();
+      assertThat(consumer.processed(ids)).containsExactlyInAnyOrderElementsOf(ids);
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Transport.class)
+  void aGroupThatNeverSawTheRangeHandlesEachMessageOnceAndASecondReplayNone(Transport transport) throws Exception {
+    Fixture f = new Fixture(env, "fresh-" + transport.name().toLowerCase());
+    String group = "fresh-" + transport.name().toLowerCase();
+    List<AppendedMessage> appended = append(f.topic, 40, i -> "ok");
+    try (Relay relay = relay(f.topic, transport).build();
+        Side fresh = side(transport, f, group, f.effect(group, null))) {
+      publishAll(relay);
+
+      ReplayResult first = fresh.replayFromOutbox(OutboxRange.all());
+      ReplayResult second = fresh.replayFromOutbox(OutboxRange.all());
+
+      assertThat(first.handled()).isEqualTo(40);
+      assertThat(first.duplicates()).isZero();
+      assertThat(first.complete()).isTrue();
+      assertThat(second.handled()).isZero();
+      assertThat(second.duplicates()).isEqualTo(40);
+      assertThat(f.effectCount(group)).isEqualTo(40);
+      assertThat(f.doubleEffects(group)).isZero();
+      assertThat(f.inboxCount(group, "processed")).isEqualTo(40);
+
+      // the range's bounds select exactly their rows
+      long firstId = appended.get(0).outboxId();
+      assertThat(fresh.replayFromOutbox(OutboxRange.ids(firstId + 10, firstId + 19)).offered()).isEqualTo(10);
+      assertThat(fresh.replayFromOutbox(OutboxRange.key("k7")).offered()).isEqualTo(1);
+      assertThat(fresh.replayFromOutbox(OutboxRange.all().withKey("k7").withIds(firstId + 8, firstId + 39))
+          .offered()).isZero();
+      ReplayResult named = fresh.replayFromOutbox(OutboxRange.messageIds(
+          List.of(appended.get(3).messageId(), appended.get(5).messageId(), UUID.randomUUID())));
+      assertThat(named.offered()).isEqualTo(2);
+      assertThat(named.missing()).isEqualTo(1);
+      assertThat(named.complete()).isFalse();
+      assertThat(named.toString()).contains("1 message ID(s) not in the outbox");
+      Instant now = Instant.now();
+      assertThat(fresh.replayFromOutbox(OutboxRange.appendedBetween(now.minusSeconds(600), now.plusSeconds(600)))
+          .duplicates()).isEqualTo(40);
+      assertThat(fresh.replayFromOutbox(OutboxRange.appendedSince(now.plusSeconds(600))).offered()).isZero();
+      assertThat(f.effectCount(group)).isEqualTo(40);
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Transport.class)
+  void aPoisonMessageInTheRangeIsReportedTheRestProcessedAndNothingDeadLettered(Transport transport)
+      throws Exception {
+    Fixture f = new Fixture(env, "poison-" + transport.name().toLowerCase());
+    String group = "poison-" + transport.name().toLowerCase();
+    List<AppendedMessage> appended = append(f.topic, 25, i -> i == 12 ? "poison" : "ok");
+    MessageHandler effect = f.effect(group, null);
+    MessageHandler handler = (tx, m) -> {
+      if (m.payloadAsString().equals("poison")) {
+        throw new IllegalArgumentException("cannot charge " + m.key());
+      }
+      effect.handle(tx, m);
+    };
+    try (Relay relay = relay(f.topic, transport).build(); Side consumer = side(transport, f, group, handler)) {
+      publishAll(relay);
+
+      ReplayResult r = consumer.replayFromOutbox(OutboxRange.all());
+
+      assertThat(r.offered()).isEqualTo(25);
+      assertThat(r.handled()).isEqualTo(24);
+      assertThat(r.failed()).isEqualTo(1);
+      assertThat(r.failures()).hasSize(1);
+      assertThat(r.failures().get(0).messageId()).isEqualTo(appended.get(12).messageId());
+      assertThat(r.failures().get(0).outboxId()).isEqualTo(appended.get(12).outboxId());
+      assertThat(r.failures().get(0).error()).hasMessage("cannot charge k12");
+      assertThat(r.toString()).contains("1 failed").contains(appended.get(12).messageId().toString());
+      assertThat(f.effectCount(group)).isEqualTo(24);
+      assertThat(env.queryLong("SELECT count(*) FROM dead_letter WHERE consumer_group = ?", group)).isZero();
+      assertThat(f.inboxCount(group)).isEqualTo(24);
+      assertThatThrownBy(() -> consumer.assertReplayChangesNothing(OutboxRange.all()))
+          .isInstanceOf(AssertionError.class).hasMessageContaining("1 failed");
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Transport.class)
+  void aReplayConcurrentWithTheRunningConsumerHandlesEachMessageOnce(Transport transport) throws Exception {
+    Fixture f = new Fixture(env, "live-" + transport.name().toLowerCase());
+    String group = "live-" + transport.name().toLowerCase();
+    int n = 3_000;
+    List<UUID> ids = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      ids.addAll(ids(append(f.topic, n / 3, j -> "ok")));
+    }
+    AtomicLong consumerHandled = new AtomicLong();
+    try (Relay relay = relay(f.topic, transport).build();
+        Side live = side(transport, f, group, f.effect(group, null), consumerHandled);
+        Side replayer = side(transport, f, group, f.effect(group, null))) {
+      publishAll(relay);
+      live.start();
+      CompletableFuture<ReplayResult> replay = CompletableFuture.supplyAsync(
+          () -> replayer.replayFromOutbox(OutboxRange.all()));
+      ReplayResult r = replay.get();
+      live.awaitProcessed(ids, Duration.ofSeconds(60));
+      live.awaitDrained(Duration.ofSeconds(60));
+
+      assertThat(r.offered()).isEqualTo(n);
+      assertThat(r.handled() + r.duplicates()).isEqualTo(n);
+      assertThat(r.handled() + consumerHandled.get()).isEqualTo(n);
+      assertThat(f.effectCount(group)).isEqualTo(n);
+      assertThat(f.doubleEffects(group)).isZero();
+      assertThat(f.inboxCount(group, "processed")).isEqualTo(n);
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Transport.class)
+  void aRangeReachingIntoPurgedHistorySaysHowManyRowsAreGone(Transport transport) throws Exception {
+    Fixture f = new Fixture(env, "purged-" + transport.name().toLowerCase());
+    String group = "purged-" + transport.name().toLowerCase();
+    List<AppendedMessage> old = append(f.topic, 30, i -> "ok");
+    try (Relay purging = relay(f.topic, transport).outboxRetention(Duration.ofMillis(1)).build();
+        Side consumer = side(transport, f, group, f.effect(group, null))) {
+      publishAll(purging);
+      drain(consumer);
+      awaitDatabaseClockPast(Duration.ofMillis(5));
+      purging.maintainOnce();
+      assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE topic = ?", f.topic)).isZero();
+
+      List<AppendedMessage> recent = append(f.topic, 10, i -> "ok");
+      publishAll(purging);
+      drain(consumer);
+
+      ReplayResult all = consumer.replayFromOutbox(OutboxRange.all());
+      assertThat(all.offered()).isEqualTo(10);
+      assertThat(all.duplicates()).isEqualTo(10);
+      assertThat(all.purged()).isEqualTo(30);
+      assertThat(all.possiblyPurged()).isZero();
+      assertThat(all.complete()).isFalse();
+      assertThat(all.toString()).contains("30 row(s) of the range were purged");
+
+      long firstOld = old.get(0).outboxId();
+      ReplayResult partOfABatch = consumer.replayFromOutbox(OutboxRange.ids(firstOld, firstOld + 4));
+      assertThat(partOfABatch.offered()).isZero();
+      assertThat(partOfABatch.purged()).isZero();
+      assertThat(partOfABatch.possiblyPurged()).isEqualTo(30);
+
+      ReplayResult onlyRecent = consumer.replayFromOutbox(
+          OutboxRange.ids(recent.get(0).outboxId(), recent.get(9).outboxId()));
+      assertThat(onlyRecent.complete()).isTrue();
+      assertThat(onlyRecent.duplicates()).isEqualTo(10);
+
+      assertThatThrownBy(() -> consumer.assertReplayChangesNothing(OutboxRange.all()))
+          .isInstanceOf(AssertionError.class).hasMessageContaining("30 row(s) of the range were purged");
+      assertThat(f.effectCount(group)).isEqualTo(40);
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Transport.class)
+  void aHundredThousandRowsReplayInPagesWithFlatHeapAndExactCounts(Transport transport) {
+    Fixture f = new Fixture(env, "big-" + transport.name().toLowerCase());
+    String group = "big-" + transport.name().toLowerCase();
+    int rows = 100_000;
+    // Rows as the relay leaves them (published, with stream IDs), each with a 1 KiB payload: holding them all
+    // would take over 100 MB of heap.
+    env.execute("INSERT INTO outbox (message_id, topic, shard, message_key, type, payload, stream_ms, stream_seq,"
+        + " published_at) SELECT gen_random_uuid(), '" + f.topic + "', 0, 'k' || g, 'test.event',"
+        + " convert_to(repeat('x', 1024), 'UTF8'), 1, g, now() FROM generate_series(1, " + rows + ") g");
+    List<Long> heapAfterGc = new ArrayList<>();
+    AtomicLong handled = new AtomicLong();
+    ConsumerListener sampling = new ConsumerListener() {
+      @Override
+      public void replayProgress(ReplayResult soFar) {
+        if (soFar.offered() % 10_000 == 0) {
+          System.gc();
+          heapAfterGc.add(java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed());
+        }
+      }
+    };
+    MessageHandler counting = (tx, m) -> handled.incrementAndGet();
+    StreamConsumer streams = transport == Transport.STREAM
+        ? f.consumer(group).handler(counting).batchSize(1_000).listener(sampling).build() : null;
+    ListConsumer lists = transport == Transport.LIST
+        ? ListConsumer.builder(env.dataSource(), f.redisUri).schema(env.schema()).keyPrefix(env.keyPrefix())
+            .topic(f.topic).group(group).handler(counting).batchSize(1_000).listener(sampling).build() : null;
+    try {
+      ReplayResult r = streams != null ? streams.replayFromOutbox(OutboxRange.all())
+          : lists.replayFromOutbox(OutboxRange.all());
+
+      assertThat(r.offered()).isEqualTo(rows);
+      assertThat(r.handled()).isEqualTo(rows);
+      assertThat(handled.get()).isEqualTo(rows);
+      assertThat(f.inboxCount(group, "processed")).isEqualTo(rows);
+      assertThat(heapAfterGc).hasSize(10);
+      long first = heapAfterGc.get(0);
+      long max = heapAfterGc.stream().mapToLong(Long::longValue).max().orElseThrow();
+      System.out.printf("replay of %,d rows (%s): heap after GC %s MiB%n", rows, transport,
+          heapAfterGc.stream().map(b -> Long.toString(b >> 20)).toList());
+      assertThat(max - first).as("heap growth after GC over the replay, bytes").isLessThan(24L << 20);
+    } finally {
+      if (streams != null) {
+        streams.close();
+      }
+      if (lists != null) {
+        lists.close();
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+
+  private Side side(Transport transport, Fixture f, String group, MessageHandler handler) {
+    return side(transport, f, group, handler, new AtomicLong());
+  }
+
+  private Side side(Transport transport, Fixture f, String group, MessageHandler handler, AtomicLong handled) {
+    ConsumerListener counting = new ConsumerListener() {
+      @Override
+      public void handled(InboundMessage message) {
+        handled.incrementAndGet();
+      }
+    };
+    if (transport == Transport.STREAM) {
+      StreamConsumer c = f.consumer(group).handler(handler).batchSize(100).listener(counting).build();
+      return new Side() {
+        public PollResult pollOnce() { return c.pollOnce(); }
+        public void start() { c.start(); }
+        public ReplayResult replayFromOutbox(OutboxRange r) { return c.replayFromOutbox(r); }
+        public ReplayResult assertReplayChangesNothing(OutboxRange r) {
+          return ConsumerTestKit.assertReplayChangesNothing(c, r);
+        }
+        public void awaitDrained(Duration d) { ConsumerTestKit.awaitDrained(c, d); }
+        public void awaitProcessed(List<UUID> ids, Duration d) { ConsumerTestKit.awaitProcessed(c, ids, d); }
+        public Set<UUID> processed(List<UUID> ids) { return c.processed(ids); }
+        public void close() { c.close(); }
+      };
+    }
+    ListConsumer c = ListConsumer.builder(env.dataSource(), f.redisUri)
+        .schema(env.schema())
+        .keyPrefix(env.keyPrefix())
+        .topic(f.topic)
+        .group(group)
+        .handler(handler)
+        .batchSize(100)
+        .block(Duration.ofMillis(100))
+        .heartbeatTtl(Duration.ofSeconds(5))
+        .heartbeatInterval(Duration.ofMillis(500))
+        .listener(counting)
+        .build();
+    return new Side() {
+      public PollResult pollOnce() { return c.pollOnce(); }
+      public void start() { c.start(); }
+      public ReplayResult replayFromOutbox(OutboxRange r) { return c.replayFromOutbox(r); }
+      public ReplayResult assertReplayChangesNothing(OutboxRange r) {
+        return ConsumerTestKit.assertReplayChangesNothing(c, r);
+      }
+      public void awaitDrained(Duration d) { ConsumerTestKit.awaitDrained(c, d); }
+      public void awaitProcessed(List<UUID> ids, Duration d) { ConsumerTestKit.awaitProcessed(c, ids, d); }
+      public Set<UUID> processed(List<UUID> ids) { return c.processed(ids); }
+      public void close() { c.close(); }
+    };
+  }
+
+  private RelayBuilder relay(String topic, Transport transport) {
+    RelayBuilder b = Relay.builder(env.dataSource(), env.redis())
+        .schema(env.schema())
+        .keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of(topic));
+    return transport == Transport.LIST ? b.listTransport(100_000) : b;
+  }
+
+  /** Relays until nothing of the outbox is left unpublished. */
+  private void publishAll(Relay relay) {
+    for (int i = 0; i < 1_000 && env.queryLong("SELECT count(*) FROM outbox WHERE published_at IS NULL") > 0; i++) {
+      relay.relayOnce();
+    }
+    assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE published_at IS NULL")).isZero();
+  }
+
+  /** Polls a consumer that was not started until a poll finds nothing. */
+  private static void drain(Side consumer) {
+    for (int i = 0; i < 1_000; i++) {
+      if (consumer.pollOnce().isEmpty()) {
+        return;
+      }
+    }
+    throw new AssertionError("consumer still busy after 1,000 polls");
+  }
+
+  private long retained(Fixture f, Transport transport) {
+    return transport == Transport.STREAM ? env.redis().xlen(StreamFormat.streamKey(env.keyPrefix(), f.topic, 0))
+        : env.redis().llen(ListFormat.listKey(env.keyPrefix(), f.topic, 0));
+  }
+
+  /** Waits until the database clock has moved {@code by} past now, so rows published before are older than it. */
+  private void awaitDatabaseClockPast(Duration by) {
+    long start = env.queryLong("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint");
+    ConsumerTestKit.await("the database clock to move " + by, Duration.ofSeconds(5), () -> env.queryLong(
+        "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint") >= start + by.toMillis());
+  }
+
+  /** Appends {@code n} rows with keys k0..k(n-1) in one transaction, in order. */
+  private List<AppendedMessage> append(String topic, int n, IntFunction<String> payload) throws Exception {
+    Outbox outbox = Outbox.builder().schema(env.schema()).build();
+    List<Message> messages = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      messages.add(Message.builder(topic, "test.event").key("k" + i).payload(payload.apply(i)).build());
+    }
+    try (Connection tx = env.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      List<AppendedMessage> out = outbox.appendAll(tx, messages);
+      tx.commit();
+      return out;
+    }
+  }
+
+  private static List<UUID> ids(List<AppendedMessage> appended) {
+    return appended.stream().map(AppendedMessage::messageId).toList();
+  }
+}
