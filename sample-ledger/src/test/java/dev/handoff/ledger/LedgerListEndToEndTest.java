@@ -69,7 +69,10 @@ class LedgerListEndToEndTest {
         .listTransport(CAPACITY)
         .idlePollInterval(Duration.ofMillis(50))
         .build();
+    AtomicBoolean killing = new AtomicBoolean();
     AtomicBoolean killed = new AtomicBoolean();
+    // Read at the kill itself: from then on the reaper of consumer b may return these elements at any time.
+    AtomicLong heldAtKill = new AtomicLong();
     List<LedgerConsumer> all = new ArrayList<>();
     LedgerConsumer a = consumer("a");
     LedgerConsumer b = consumer("b");
@@ -77,7 +80,9 @@ class LedgerListEndToEndTest {
     all.add(b);
     ((DefaultListConsumer) a.listConsumer()).faultHook(point -> {
       if (point == FaultHook.Point.AFTER_COMMIT && a.counters().handled() >= PAYMENTS / 3
-          && killed.compareAndSet(false, true)) {
+          && killing.compareAndSet(false, true)) {
+        heldAtKill.set(heldBy("a-0") + heldBy("a-1"));
+        killed.set(true);
         throw new Killed();
       }
     });
@@ -112,7 +117,7 @@ class LedgerListEndToEndTest {
       await().dontCatchUncaughtExceptions().atMost(Duration.ofSeconds(30)).until(killed::get);
       ((DefaultListConsumer) a.listConsumer()).halt(); // the process dies: no heartbeats, its lists stay as they are
       a.close(Duration.ofSeconds(1));
-      long heldByDead = heldBy("a-0") + heldBy("a-1");
+      long heldByDead = heldAtKill.get();
       LedgerConsumer restarted = consumer("a");
       all.add(restarted);
       restarted.start();
