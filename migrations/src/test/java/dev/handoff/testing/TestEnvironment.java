@@ -125,6 +125,25 @@ public final class TestEnvironment implements AutoCloseable {
     }
   }
 
+  /** Runs a query and returns its first column, each value as {@code type}. */
+  public <T> List<T> queryList(String sql, Class<T> type, Object... params) {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(sql)) {
+      for (int i = 0; i < params.length; i++) {
+        ps.setObject(i + 1, params[i]);
+      }
+      List<T> out = new ArrayList<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          out.add(rs.getObject(1, type));
+        }
+      }
+      return out;
+    } catch (SQLException e) {
+      throw new IllegalStateException(sql, e);
+    }
+  }
+
   /** Runs statements in autocommit mode. */
   public void execute(String... statements) {
     try (Connection c = dataSource.getConnection();
