@@ -1,6 +1,7 @@
 package dev.handoff.outbox;
 
 import java.time.Duration;
+import java.util.Optional;
 import java.util.Set;
 import javax.sql.DataSource;
 import redis.clients.jedis.UnifiedJedis;
@@ -57,8 +58,18 @@ public interface Relay extends AutoCloseable {
    */
   RelayCycle relayOnce();
 
-  /** Trims every owned stream below what all its consumer groups have finished, and purges expired rows now. */
-  void maintainOnce();
+  /**
+   * Runs one maintenance run now, on the caller's thread, whatever the schedule (finishing the run in progress, if
+   * any): trims every owned stream below what all its consumer groups have finished, stores each shard's
+   * watermark, and purges published rows past the outbox retention, all in bounded steps until caught up or the
+   * retention budget is spent. Meant for tests and tools.
+   *
+   * @return what the run did, and whether it caught up
+   */
+  RetentionReport maintainOnce();
+
+  /** The report of the last maintenance run that ended, if any ran yet. */
+  Optional<RetentionReport> lastRetention();
 
   /** The shards this relay holds a lease on right now. */
   Set<ShardId> ownedShards();

@@ -27,6 +27,8 @@ public final class RelayBuilder {
   public static final int DEFAULT_RETENTION_BATCH_SIZE = 1000;
   public static final Duration DEFAULT_MAINTENANCE_INTERVAL = Duration.ofSeconds(30);
   public static final int DEFAULT_TRIM_LIMIT = 10_000;
+  /** Entries a stream may gain after its last trim before it is trimmed again, by default. */
+  public static final int DEFAULT_TRIM_SLACK = 1_000;
   public static final Duration DEFAULT_DRAIN_TIMEOUT = Duration.ofSeconds(10);
   /** With the list transport: elements a shard's list and processing lists hold at most, by default. */
   public static final int DEFAULT_LIST_CAPACITY = 10_000;
@@ -46,6 +48,8 @@ public final class RelayBuilder {
   private int retentionBatchSize = DEFAULT_RETENTION_BATCH_SIZE;
   private Duration maintenanceInterval = DEFAULT_MAINTENANCE_INTERVAL;
   private int trimLimit = DEFAULT_TRIM_LIMIT;
+  private int trimSlack = DEFAULT_TRIM_SLACK;
+  private Duration retentionBudget;
   private Duration drainTimeout = DEFAULT_DRAIN_TIMEOUT;
   private RelayListener listener = RelayListener.NOOP;
   private Clock clock = Clock.systemUTC();
@@ -123,15 +127,43 @@ public final class RelayBuilder {
     return this;
   }
 
-  /** How often trimming and retention run. Defaults to 30 s. */
+  /**
+   * How often a maintenance run starts: trim every owned stream to what its groups finished, store the watermark,
+   * purge published rows past the outbox retention. Runs on schedule under any load, in slices between publish
+   * cycles. Defaults to 30 s.
+   */
   public RelayBuilder maintenanceInterval(Duration interval) {
     this.maintenanceInterval = interval;
     return this;
   }
 
-  /** The most stream entries evicted per trim call. Defaults to 10,000. */
+  /**
+   * The most stream entries evicted per trim call, which bounds how long one call holds Redis; a trim repeats calls
+   * until it caught up. Defaults to 10,000.
+   */
   public RelayBuilder trimLimit(int entries) {
     this.trimLimit = entries;
+    return this;
+  }
+
+  /**
+   * How many entries a stream may gain after its last trim before the relay trims it again, right after publishing
+   * (besides every maintenance run). In steady state a stream holds what some group has not finished plus at most
+   * about this many entries, plus Redis's stream node size ({@code stream-node-max-entries}, 100 by default), since
+   * trimming evicts whole nodes. Defaults to 1,000.
+   */
+  public RelayBuilder trimSlack(int entries) {
+    this.trimSlack = entries;
+    return this;
+  }
+
+  /**
+   * How long one maintenance run may take in all (trims and purge), spent in slices of at most 50 ms between
+   * publish cycles so that publishing goes on. Past it the run stops and its {@link RetentionReport} says what is
+   * left. Defaults to half the maintenance interval.
+   */
+  public RelayBuilder retentionBudget(Duration budget) {
+    this.retentionBudget = budget;
     return this;
   }
 
@@ -182,8 +214,14 @@ public final class RelayBuilder {
   public Relay build() {
     RelayConfig config = new RelayConfig(schema, keyPrefix, topics, owner != null ? owner : defaultOwner(),
         leaseTtl, minBatchSize, maxBatchSize, maxBatchBytes, idlePollInterval, outboxRetention,
-        retentionBatchSize, maintenanceInterval, trimLimit, drainTimeout, listener, clock, transport, listCapacity);
+        retentionBatchSize, maintenanceInterval, trimLimit, trimSlack,
+        retentionBudget != null ? retentionBudget : half(maintenanceInterval), drainTimeout, listener, clock,
+        transport, listCapacity);
     return new DefaultRelay(dataSource, redis, config);
+  }
+
+  private static Duration half(Duration interval) {
+    return interval == null ? null : interval.dividedBy(2);
   }
 
   static String defaultOwner() {

@@ -22,8 +22,15 @@ import java.util.Objects;
  * @param idlePollInterval the longest wait between looks at the outbox when no notification arrives
  * @param outboxRetention how long published rows are kept, for replay and repair
  * @param retentionBatchSize rows deleted per retention statement
- * @param maintenanceInterval how often trimming and retention run
- * @param trimLimit the most stream entries evicted per trim call
+ * @param maintenanceInterval how often a maintenance run starts (stream trims, watermarks, outbox purge), busy or
+ *     not; a run that takes longer is followed by the next at once
+ * @param trimLimit the most stream entries evicted per trim call (each call is one bounded Redis command; a trim
+ *     repeats calls until caught up)
+ * @param trimSlack how many entries a stream may gain after its last trim before it is trimmed again right after
+ *     publishing: in steady state a stream holds what some group has not finished plus at most about this many
+ *     (plus Redis's stream node size, {@code stream-node-max-entries}, 100 by default)
+ * @param retentionBudget how long one maintenance run may take in all, run in slices of at most 50 ms between
+ *     publish cycles; past it the run stops and reports what is left
  * @param drainTimeout how long {@link Relay#close()} waits for assigned rows to be published
  * @param listener callbacks for metrics
  * @param clock the source of time for intervals the relay schedules itself (leases use the database clock)
@@ -45,6 +52,8 @@ public record RelayConfig(
     int retentionBatchSize,
     Duration maintenanceInterval,
     int trimLimit,
+    int trimSlack,
+    Duration retentionBudget,
     Duration drainTimeout,
     RelayListener listener,
     Clock clock,
@@ -84,6 +93,10 @@ public record RelayConfig(
     if (trimLimit < 1) {
       throw new IllegalArgumentException("trimLimit must be positive, was " + trimLimit);
     }
+    if (trimSlack < 1) {
+      throw new IllegalArgumentException("trimSlack must be positive, was " + trimSlack);
+    }
+    OutboxConfig.requirePositive("retentionBudget", retentionBudget);
     OutboxConfig.requirePositive("drainTimeout", drainTimeout);
     Objects.requireNonNull(listener, "listener");
     Objects.requireNonNull(clock, "clock");

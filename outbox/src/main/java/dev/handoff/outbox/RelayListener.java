@@ -46,6 +46,9 @@ public interface RelayListener {
   /** Published rows older than the retention window were deleted. */
   default void purged(long rows) {}
 
+  /** A maintenance run ended: what it trimmed and purged, and whether it caught up (see {@link RetentionReport}). */
+  default void maintained(RetentionReport report) {}
+
   /** A relay cycle failed; the relay retries after a pause. */
   default void failed(Throwable error) {}
 }

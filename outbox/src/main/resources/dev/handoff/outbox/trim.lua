@@ -2,9 +2,10 @@
 -- so that no group moves in between.
 -- KEYS[1]: the stream. ARGV[1]: the lowest ID to keep when the stream has no group (the retention cut).
 -- ARGV[2]: the most entries to evict.
--- Reply: {minid, evicted, groups}; minid is "" when the stream does not exist.
+-- Reply: {minid, evicted, groups, holder, length}; minid is "" when the stream does not exist; holder is the group
+-- whose unfinished entries set minid ("" with no group); length is the stream's length after the trim.
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {'', 0, 0}
+  return {'', 0, 0, '', 0}
 end
 local function parse(id)
   local dash = string.find(id, '-', 1, true)
@@ -17,6 +18,7 @@ local function less(a, b)
 end
 local groups = redis.call('XINFO', 'GROUPS', KEYS[1])
 local minid = nil
+local holder = ''
 if #groups == 0 then
   minid = ARGV[1]
 else
@@ -34,8 +36,9 @@ else
     end
     if minid == nil or less(candidate, minid) then
       minid = candidate
+      holder = name
     end
   end
 end
 local evicted = redis.call('XTRIM', KEYS[1], 'MINID', '~', minid, 'LIMIT', tonumber(ARGV[2]))
-return {minid, evicted, #groups}
+return {minid, evicted, #groups, holder, redis.call('XLEN', KEYS[1])}

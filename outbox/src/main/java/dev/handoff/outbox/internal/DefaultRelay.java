@@ -5,6 +5,7 @@ import dev.handoff.outbox.RelayConfig;
 import dev.handoff.outbox.RelayException;
 import dev.handoff.outbox.RelayCycle;
 import dev.handoff.outbox.RelayListener;
+import dev.handoff.outbox.RetentionReport;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.Transport;
@@ -18,6 +19,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicReference;
@@ -40,26 +42,6 @@ public final class DefaultRelay implements Relay {
 
   private static final long PLANNING_CHECK_INTERVAL_NANOS = 5_000_000_000L;
 
-  /** What this relay knows about a shard it holds the lease of. */
-  private static final class Owned {
-    final ShardId id;
-    final String streamKey;
-    final String relayKey;
-    final long epoch;
-    long confirmedAdded;
-    int batchSize;
-    boolean checkAssigned = true;
-
-    Owned(ShardId id, String streamKey, String relayKey, long epoch, long confirmedAdded, int batchSize) {
-      this.id = id;
-      this.streamKey = streamKey;
-      this.relayKey = relayKey;
-      this.epoch = epoch;
-      this.confirmedAdded = confirmedAdded;
-      this.batchSize = batchSize;
-    }
-  }
-
   private final DataSource dataSource;
   private final RelayConfig config;
   private final RelayListener listener;
@@ -69,15 +51,15 @@ public final class DefaultRelay implements Relay {
   private final OutboxQueries outbox;
   private final List<ShardId> allShards;
   private final String[] topicNames;
+  private final RelayMaintenance maintenance;
   private final Waiter waiter = new Waiter();
   private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
   private final ReentrantLock work = new ReentrantLock();
-  private final Map<ShardId, Owned> owned = new LinkedHashMap<>();
+  private final Map<ShardId, OwnedShard> owned = new LinkedHashMap<>();
   private volatile Set<ShardId> ownedView = Set.of();
   private volatile RelayFaults faults = RelayFaults.NONE;
   private boolean rowsEnsured;
   private long nextLeaseCheckNanos;
-  private long nextMaintenanceNanos;
   private Thread loop;
   private Thread listenThread;
   private NotificationListener notifications;
@@ -96,6 +78,7 @@ public final class DefaultRelay implements Relay {
     this.outbox = new OutboxQueries(config.schema());
     this.allShards = config.shards();
     this.topicNames = config.topics().stream().map(TopicConfig::name).toArray(String[]::new);
+    this.maintenance = new RelayMaintenance(config, streams, leases, outbox, topicNames, this::notify);
   }
 
   /** Installs fault hooks; for tests only. */
@@ -106,6 +89,11 @@ public final class DefaultRelay implements Relay {
   @Override
   public RelayConfig config() {
     return config;
+  }
+
+  @Override
+  public Optional<RetentionReport> lastRetention() {
+    return Optional.ofNullable(maintenance.last());
   }
 
   @Override
@@ -157,10 +145,17 @@ public final class DefaultRelay implements Relay {
   }
 
   @Override
-  public void maintainOnce() {
+  public RetentionReport maintainOnce() {
     work.lock();
     try {
-      maintain();
+      try (Connection c = autocommit()) {
+        maintenance.startNow();
+        RetentionReport report;
+        do {
+          report = maintenance.slice(c, owned, Long.MAX_VALUE / 2);
+        } while (report == null);
+        return report;
+      }
     } catch (SQLException e) {
       throw new RelayException("maintenance of relay " + config.owner() + " failed", e);
     } finally {
@@ -218,8 +213,8 @@ public final class DefaultRelay implements Relay {
         try {
           manageLeases(false);
           cycle = publishOwned(false);
-          if (!busy(cycle) && System.nanoTime() >= nextMaintenanceNanos) {
-            maintain();
+          if (maintenance.due()) {
+            maintainSlice(RelayMaintenance.SLICE_NANOS);
           }
         } finally {
           work.unlock();
@@ -262,8 +257,13 @@ public final class DefaultRelay implements Relay {
     }
   }
 
-  private static boolean busy(RelayCycle cycle) {
-    return cycle.assigned() + cycle.published() + cycle.republished() > 0;
+  /** Runs a slice of the due maintenance; a run still in progress afterwards brings the next cycle on at once. */
+  private RetentionReport maintainSlice(long sliceNanos) throws SQLException {
+    try (Connection c = autocommit()) {
+      RetentionReport done = maintenance.slice(c, owned, sliceNanos);
+      mayHaveMore |= done == null && maintenance.due();
+      return done;
+    }
   }
 
   /** After a failure nothing is known about in-flight rows: look for assigned rows again before new ones. */
@@ -281,7 +281,7 @@ public final class DefaultRelay implements Relay {
   private boolean drain(long deadlineNanos) {
     boolean drained = true;
     try (Connection c = autocommit()) {
-      for (Owned o : new ArrayList<>(owned.values())) {
+      for (OwnedShard o : new ArrayList<>(owned.values())) {
         o.checkAssigned = true;
         while (o.checkAssigned && System.nanoTime() < deadlineNanos && owned.containsKey(o.id)) {
           publishAssigned(c, o);
@@ -322,7 +322,7 @@ public final class DefaultRelay implements Relay {
       int live = leases.heartbeat(c, config.owner(), config.leaseTtl());
       int target = (allShards.size() + live - 1) / live;
 
-      for (Owned o : new ArrayList<>(owned.values())) {
+      for (OwnedShard o : new ArrayList<>(owned.values())) {
         LeaseQueries.Lease lease = leases.acquire(c, o.id, config.owner(), config.leaseTtl());
         if (lease == null || lease.epoch() != o.epoch) {
           lost(o, "another relay holds it now");
@@ -331,9 +331,9 @@ public final class DefaultRelay implements Relay {
         }
       }
       // More relays than before: give back shards above the fair share, so others can take them now.
-      List<Owned> mine = new ArrayList<>(owned.values());
+      List<OwnedShard> mine = new ArrayList<>(owned.values());
       for (int i = mine.size() - 1; i >= 0 && owned.size() > target; i--) {
-        Owned o = mine.get(i);
+        OwnedShard o = mine.get(i);
         o.checkAssigned = true;
         while (o.checkAssigned && owned.containsKey(o.id)) {
           publishAssigned(c, o);
@@ -363,7 +363,7 @@ public final class DefaultRelay implements Relay {
 
   private void takeOver(Connection c, ShardId shard, LeaseQueries.Lease lease) throws SQLException {
     String key = streams.key(config.keyPrefix(), shard);
-    Owned o = new Owned(shard, key, streams.relayKey(key), lease.epoch(), lease.entriesAdded(),
+    OwnedShard o = new OwnedShard(shard, key, streams.relayKey(key), lease.epoch(), lease.entriesAdded(),
         config.minBatchSize());
     // Never assign below what the stream already holds, whoever wrote it.
     StreamId top = streams.lastGeneratedId(o.streamKey, o.relayKey);
@@ -376,7 +376,7 @@ public final class DefaultRelay implements Relay {
     notify(() -> listener.leaseAcquired(shard, lease.epoch()));
   }
 
-  private void lost(Owned o, String why) {
+  private void lost(OwnedShard o, String why) {
     if (owned.remove(o.id) != null) {
       ownedView = Collections.unmodifiableSet(new TreeSet<>(owned.keySet()));
       log.warn("relay {} lost {} (epoch {}): {}; it stops writing that stream", config.owner(), o.id, o.epoch, why);
@@ -405,7 +405,7 @@ public final class DefaultRelay implements Relay {
       // that a shard's entries do not wait for the other shards' marks (each is a round trip and a plan). Until
       // its mark, a written batch stays the lease's pending batch: after a failure it is sent again and found.
       List<Written> unrecorded = new ArrayList<>();
-      for (Owned o : new ArrayList<>(owned.values())) {
+      for (OwnedShard o : new ArrayList<>(owned.values())) {
         if (o.checkAssigned) {
           PublishOutcome p = publishAssigned(c, o);
           published += p.published;
@@ -450,10 +450,11 @@ public final class DefaultRelay implements Relay {
         published += confirm(c, w.shard(), w.rows(), w.result(), true);
       }
     }
+    maintenance.trimAfterPublish(owned.values());
     return new RelayCycle(owned.size(), assigned, published, republished);
   }
 
-  private void adaptBatchSize(Owned o, int rows) {
+  private void adaptBatchSize(OwnedShard o, int rows) {
     if (rows >= o.batchSize) {
       o.batchSize = Math.min(config.maxBatchSize(), o.batchSize * 2);
     } else if (rows < o.batchSize / 4) {
@@ -464,13 +465,13 @@ public final class DefaultRelay implements Relay {
   private record PublishOutcome(int published, long republished) {}
 
   /** A pending batch Redis accepted, not yet recorded in the database. */
-  private record Written(Owned shard, List<OutboxRow> rows, PublishResult result) {}
+  private record Written(OwnedShard shard, List<OutboxRow> rows, PublishResult result) {}
 
   /**
    * Sends a page of rows that keep their stream IDs after Redis lost data, else the pending batch recorded in the
    * lease (after a crash or a takeover); clears {@code checkAssigned} when there is neither.
    */
-  private PublishOutcome publishAssigned(Connection c, Owned o) throws SQLException {
+  private PublishOutcome publishAssigned(Connection c, OwnedShard o) throws SQLException {
     // Re-published rows first: their IDs are below any pending batch's, and Redis only accepts rising IDs.
     List<OutboxRow> rows = outbox.assigned(c, o.id, config.maxBatchSize());
     if (!rows.isEmpty()) {
@@ -489,7 +490,7 @@ public final class DefaultRelay implements Relay {
    * one call, as it was sized to, and recording it clears the batch; other rows go in calls of at most
    * {@code maxBatchBytes}.
    */
-  private PublishOutcome send(Connection c, Owned o, List<OutboxRow> rows, boolean endsBatch) throws SQLException {
+  private PublishOutcome send(Connection c, OwnedShard o, List<OutboxRow> rows, boolean endsBatch) throws SQLException {
     if (rows.isEmpty()) {
       if (endsBatch) {
         // Every row of the batch was published by someone else already: only forget the batch.
@@ -528,7 +529,7 @@ public final class DefaultRelay implements Relay {
   }
 
   /** Marks what Redis holds as published, and re-queues what it refused without holding. */
-  private int confirm(Connection c, Owned o, List<OutboxRow> chunk, PublishResult result, boolean endsBatch)
+  private int confirm(Connection c, OwnedShard o, List<OutboxRow> chunk, PublishResult result, boolean endsBatch)
       throws SQLException {
     List<OutboxRow> present = new ArrayList<>(chunk.size());
     List<OutboxRow> refused = new ArrayList<>();
@@ -557,6 +558,7 @@ public final class DefaultRelay implements Relay {
       return 0;
     }
     o.confirmedAdded = Math.max(o.confirmedAdded, result.entriesAdded());
+    o.sinceTrim += marked;
     if (!refused.isEmpty()) {
       reassign(c, o, refused);
     }
@@ -571,7 +573,7 @@ public final class DefaultRelay implements Relay {
     return marked;
   }
 
-  private void reassign(Connection c, Owned o, List<OutboxRow> refused) throws SQLException {
+  private void reassign(Connection c, OwnedShard o, List<OutboxRow> refused) throws SQLException {
     long[] ids = refused.stream().mapToLong(OutboxRow::id).toArray();
     StreamId top = streams.lastGeneratedId(o.streamKey, o.relayKey);
     String detail = "stream " + o.streamKey + " refused " + refused.size() + " entries (first outbox id "
@@ -583,7 +585,7 @@ public final class DefaultRelay implements Relay {
     notify(() -> listener.anomaly(o.id, refused.size(), detail));
   }
 
-  private long streamLost(Connection c, Owned o, long redisCount) throws SQLException {
+  private long streamLost(Connection c, OwnedShard o, long redisCount) throws SQLException {
     long republished = outbox.republish(c, o.id, config.owner(), o.epoch);
     log.error("relay {}: REDIS LOST STREAM {} (Redis counts {} entries added by relays, the database confirmed {};"
             + " restarted without persistence, evicted or deleted?). Publishing {} retained rows again with their"
@@ -596,51 +598,13 @@ public final class DefaultRelay implements Relay {
   }
 
   /** Checks an owned stream for data loss even when nothing is being published. */
-  private void probe(Connection c, Owned o) throws SQLException {
+  private void probe(Connection c, OwnedShard o) throws SQLException {
     if (o.confirmedAdded == 0) {
       return;
     }
     PublishResult result = streams.publish(o.streamKey, o.relayKey, o.confirmedAdded, List.of());
     if (result.lost()) {
       streamLost(c, o, result.entriesAdded());
-    }
-  }
-
-  // ---------------------------------------------------------------------------------------------------------------
-  // Maintenance
-
-  private void maintain() throws SQLException {
-    nextMaintenanceNanos = System.nanoTime() + config.maintenanceInterval().toNanos();
-    try (Connection c = autocommit()) {
-      long floorMs = Math.max(0, config.clock().millis() - config.outboxRetention().toMillis());
-      for (Owned o : new ArrayList<>(owned.values())) {
-        RedisTransport.TrimResult trim =
-            streams.trim(o.streamKey, o.relayKey, new StreamId(floorMs, 0), config.trimLimit());
-        if (trim.minId().isEmpty()) {
-          continue;
-        }
-        if (trim.groups() > 0) {
-          leases.raiseWatermark(c, o.id, config.owner(), o.epoch, StreamId.parse(trim.minId()));
-        }
-        if (trim.evicted() > 0) {
-          log.debug("relay {} trimmed {} below {}: {} entries", config.owner(), o.streamKey, trim.minId(),
-              trim.evicted());
-          notify(() -> listener.trimmed(o.id, trim.minId(), trim.evicted()));
-        }
-      }
-      long purged = 0;
-      for (int i = 0; i < 10; i++) {
-        int n = outbox.purge(c, config.outboxRetention(), topicNames, config.retentionBatchSize());
-        purged += n;
-        if (n < config.retentionBatchSize()) {
-          break;
-        }
-      }
-      if (purged > 0) {
-        long rows = purged;
-        log.debug("relay {} purged {} published rows older than {}", config.owner(), rows, config.outboxRetention());
-        notify(() -> listener.purged(rows));
-      }
     }
   }
 

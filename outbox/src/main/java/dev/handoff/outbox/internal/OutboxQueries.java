@@ -33,6 +33,7 @@ final class OutboxQueries {
   private final String unassign;
   private final String republish;
   private final String purge;
+  private final String purgeLag;
   private final String outboxTable;
   private volatile boolean planEachTime = true;
 
@@ -82,6 +83,11 @@ final class OutboxQueries {
         + " INSERT INTO " + schema + ".outbox_purged (topic, first_id, last_id, first_created_at, last_created_at, rows)"
         + " SELECT topic, min(id), max(id), min(created_at), max(created_at), count(*) FROM gone GROUP BY topic"
         + " RETURNING rows";
+    // Bounded, and walks the primary key from the oldest row, where rows past retention are.
+    purgeLag = "SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(published_at)) * 1000, 0)"
+        + " FROM (SELECT published_at FROM " + outbox
+        + " WHERE published_at < clock_timestamp() - make_interval(secs => ?) AND topic = ANY(?) ORDER BY id"
+        + " LIMIT ?) p";
   }
 
   /**
@@ -258,6 +264,22 @@ final class OutboxQueries {
         }
       }
       return deleted;
+    }
+  }
+
+  /**
+   * Published rows past {@code retention} still in the outbox, counted up to {@code limit}, and how long ago the
+   * oldest of them was published (ms): {count, age}.
+   */
+  long[] purgeLag(Connection c, Duration retention, String[] topics, int limit) throws SQLException {
+    try (PreparedStatement ps = prepare(c, purgeLag)) {
+      ps.setDouble(1, retention.toMillis() / 1000.0);
+      ps.setArray(2, c.createArrayOf("text", topics));
+      ps.setInt(3, limit);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return new long[] {rs.getLong(1), (long) rs.getDouble(2)};
+      }
     }
   }
 

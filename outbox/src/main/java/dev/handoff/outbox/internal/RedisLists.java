@@ -84,7 +84,8 @@ final class RedisLists implements RedisTransport {
   @Override
   public TrimResult trim(String key, String relayKey, StreamId noGroupFloor, int limit) {
     List<?> reply = (List<?>) watermark.run(redis, keys(key, relayKey), List.of());
-    return new TrimResult(new String((byte[]) reply.get(0), StandardCharsets.UTF_8), 0, (Long) reply.get(2));
+    return new TrimResult(new String((byte[]) reply.get(0), StandardCharsets.UTF_8), 0, (Long) reply.get(2), "",
+        redis.llen(key));
   }
 
   private static List<byte[]> keys(String key, String relayKey) {

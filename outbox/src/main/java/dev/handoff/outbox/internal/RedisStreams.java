@@ -87,7 +87,8 @@ final class RedisStreams implements RedisTransport {
     List<?> reply = (List<?>) trim.run(redis, List.of(bytes(streamKey)),
         List.of(bytes(noGroupFloor.toString()), bytes(Integer.toString(limit))));
     String minId = new String((byte[]) reply.get(0), StandardCharsets.UTF_8);
-    return new TrimResult(minId, (Long) reply.get(1), (Long) reply.get(2));
+    return new TrimResult(minId, (Long) reply.get(1), (Long) reply.get(2),
+        new String((byte[]) reply.get(3), StandardCharsets.UTF_8), (Long) reply.get(4));
   }
 
   /** The highest ID the stream ever generated, or zero when the stream does not exist. */

@@ -28,11 +28,12 @@ interface RedisTransport {
   record PublishResult(boolean lost, long entriesAdded, List<EntryStatus> statuses) {}
 
   /**
-   * The outcome of a maintenance pass: {@code minId} is the point below which every consumer has finished ("" when
+   * The outcome of one trim call: {@code minId} is the point below which every consumer has finished ("" when
    * unknown), {@code evicted} what was trimmed, {@code groups} whether {@code minId} may be stored as the
-   * watermark (above zero).
+   * watermark (above zero), {@code holder} the group whose unfinished entries set {@code minId} ("" when none or
+   * unknown), {@code length} what the stream or list holds after the call.
    */
-  record TrimResult(String minId, long evicted, long groups) {}
+  record TrimResult(String minId, long evicted, long groups, String holder, long length) {}
 
   /** The key the shard's rows are written to. */
   String key(String keyPrefix, ShardId shard);

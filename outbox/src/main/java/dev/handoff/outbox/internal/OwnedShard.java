@@ -1,0 +1,25 @@
+package dev.handoff.outbox.internal;
+
+import dev.handoff.outbox.ShardId;
+
+/** What a relay knows about a shard it holds the lease of. Confined to the relay's work lock. */
+final class OwnedShard {
+  final ShardId id;
+  final String streamKey;
+  final String relayKey;
+  final long epoch;
+  long confirmedAdded;
+  int batchSize;
+  boolean checkAssigned = true;
+  /** Entries published since the stream was last trimmed: at {@code trimSlack} it is trimmed again. */
+  long sinceTrim;
+
+  OwnedShard(ShardId id, String streamKey, String relayKey, long epoch, long confirmedAdded, int batchSize) {
+    this.id = id;
+    this.streamKey = streamKey;
+    this.relayKey = relayKey;
+    this.epoch = epoch;
+    this.confirmedAdded = confirmedAdded;
+    this.batchSize = batchSize;
+  }
+}

@@ -1,0 +1,226 @@
+package dev.handoff.outbox.internal;
+
+import dev.handoff.outbox.RelayConfig;
+import dev.handoff.outbox.RelayListener;
+import dev.handoff.outbox.RetentionReport;
+import dev.handoff.outbox.ShardId;
+import dev.handoff.outbox.Transport;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The relay's retention work: trimming streams to what every group finished, storing that point as the shard's
+ * watermark, and purging published rows past the outbox retention.
+ *
+ * <p>A maintenance run starts every {@code maintenanceInterval}, whatever the load: a relay that is never idle
+ * must still trim and purge, or Redis and the outbox grow for as long as traffic lasts. A run is done in slices of
+ * at most {@link #SLICE_NANOS} between publish cycles, so publishing never waits long for it, and each step is
+ * bounded (one {@code XTRIM ... LIMIT} call, one purge batch). It repeats steps until it caught up or its budget
+ * ({@code retentionBudget}) is spent. Between runs, a stream that gained {@code trimSlack} entries since its last
+ * trim is trimmed again right after publishing, so a stream's length tracks its groups' progress instead of the
+ * maintenance interval; that trim stores no watermark (it would cost a commit per trim), the next run does.
+ *
+ * <p>Not thread-safe: the relay calls it under its work lock.
+ */
+final class RelayMaintenance {
+
+  private static final Logger log = LoggerFactory.getLogger(RelayMaintenance.class);
+
+  /** The longest a slice of maintenance holds the relay's work between publish cycles. */
+  static final long SLICE_NANOS = 50_000_000L;
+  /** The longest the trims right after a publish cycle may take together. */
+  private static final long PUBLISH_TRIM_NANOS = 20_000_000L;
+  /** Rows past retention counted at most, for the purge lag of a run that ran out of budget. */
+  private static final int LAG_COUNT_LIMIT = 100_000;
+
+  private final RelayConfig config;
+  private final RedisTransport transport;
+  private final LeaseQueries leases;
+  private final OutboxQueries outbox;
+  private final String[] topicNames;
+  private final Consumer<Runnable> notify;
+  private final RelayListener listener;
+  private long nextRunNanos;
+  private Run run;
+  private volatile RetentionReport last;
+
+  RelayMaintenance(RelayConfig config, RedisTransport transport, LeaseQueries leases, OutboxQueries outbox,
+      String[] topicNames, Consumer<Runnable> notify) {
+    this.config = config;
+    this.transport = transport;
+    this.leases = leases;
+    this.outbox = outbox;
+    this.topicNames = topicNames;
+    this.notify = notify;
+    this.listener = config.listener();
+    this.nextRunNanos = System.nanoTime();
+  }
+
+  /** One run in progress: the streams left to trim, then the purge. */
+  private final class Run {
+    final long startNanos = System.nanoTime();
+    final long deadlineNanos = startNanos + config.retentionBudget().toNanos();
+    final Deque<OwnedShard> toTrim;
+    final List<RetentionReport.StreamRetention> trimmed = new ArrayList<>();
+    long evictedOfCurrent;
+    long purged;
+    boolean purgeDone;
+    boolean caughtUp = true;
+
+    Run(Collection<OwnedShard> owned) {
+      this.toTrim = new ArrayDeque<>(owned);
+    }
+  }
+
+  /** Makes a run due now (the next slice starts one, unless one is in progress). */
+  void startNow() {
+    nextRunNanos = System.nanoTime();
+  }
+
+  /** Whether a run is in progress or due. */
+  boolean due() {
+    return run != null || System.nanoTime() >= nextRunNanos;
+  }
+
+  /** The report of the last run that ended, or null. */
+  RetentionReport last() {
+    return last;
+  }
+
+  /**
+   * Does up to {@code sliceNanos} of the current run, starting one if due.
+   *
+   * @return the run's report when this slice finished it, else null
+   */
+  RetentionReport slice(Connection c, Map<ShardId, OwnedShard> owned, long sliceNanos) throws SQLException {
+    if (run == null) {
+      if (System.nanoTime() < nextRunNanos) {
+        return null;
+      }
+      run = new Run(owned.values());
+    }
+    Run r = run;
+    long sliceEnd = Math.min(System.nanoTime() + sliceNanos, r.deadlineNanos);
+    while (!r.toTrim.isEmpty()) {
+      OwnedShard o = r.toTrim.peek();
+      if (!owned.containsKey(o.id)) {
+        r.toTrim.poll();
+        r.evictedOfCurrent = 0;
+        continue;
+      }
+      RedisTransport.TrimResult t = transport.trim(o.streamKey, o.relayKey, noGroupFloor(), config.trimLimit());
+      r.evictedOfCurrent += t.evicted();
+      boolean shardDone = t.minId().isEmpty() || t.evicted() < config.trimLimit();
+      boolean outOfTime = System.nanoTime() >= r.deadlineNanos;
+      if (shardDone || outOfTime) {
+        if (!t.minId().isEmpty() && t.groups() > 0) {
+          leases.raiseWatermark(c, o.id, config.owner(), o.epoch, StreamId.parse(t.minId()));
+        }
+        o.sinceTrim = 0;
+        r.trimmed.add(new RetentionReport.StreamRetention(o.id, t.length(), t.minId(), t.holder(),
+            r.evictedOfCurrent, shardDone));
+        r.caughtUp &= shardDone;
+        reportTrim(o.id, t.minId(), r.evictedOfCurrent);
+        r.toTrim.poll();
+        r.evictedOfCurrent = 0;
+      }
+      if (outOfTime) {
+        r.toTrim.clear();
+        break;
+      }
+      if (System.nanoTime() >= sliceEnd) {
+        return null;
+      }
+    }
+    while (!r.purgeDone) {
+      if (System.nanoTime() >= r.deadlineNanos && r.purged > 0) {
+        r.caughtUp = false;
+        break;
+      }
+      int n = outbox.purge(c, config.outboxRetention(), topicNames, config.retentionBatchSize());
+      r.purged += n;
+      r.purgeDone = n < config.retentionBatchSize();
+      if (!r.purgeDone && System.nanoTime() >= sliceEnd && System.nanoTime() < r.deadlineNanos) {
+        return null;
+      }
+    }
+    return finish(c, r);
+  }
+
+  private RetentionReport finish(Connection c, Run r) throws SQLException {
+    long[] lag = r.purgeDone ? new long[] {0, 0}
+        : outbox.purgeLag(c, config.outboxRetention(), topicNames, LAG_COUNT_LIMIT);
+    long took = System.nanoTime() - r.startNanos;
+    RetentionReport report = new RetentionReport(config.clock().instant(), Duration.ofNanos(took),
+        r.caughtUp && r.purgeDone, r.trimmed, r.purged, lag[0], lag[0] < LAG_COUNT_LIMIT, Duration.ofMillis(lag[1]));
+    run = null;
+    // On schedule from the run's start; a run that took longer than the interval is followed by the next at once.
+    nextRunNanos = r.startNanos + config.maintenanceInterval().toNanos();
+    last = report;
+    if (r.purged > 0) {
+      long rows = r.purged;
+      log.debug("relay {} purged {} published rows older than {}", config.owner(), rows, config.outboxRetention());
+      notify.accept(() -> listener.purged(rows));
+    }
+    if (!report.caughtUp()) {
+      log.warn("relay {}: retention fell behind: the run stopped at its budget of {} with {}{} published rows past"
+              + " the retention of {} (oldest published {} ago) and {} stream(s) not trimmed to what their groups"
+              + " finished; raise retentionBudget or retentionBatchSize, or lower the load",
+          config.owner(), config.retentionBudget(), report.rowsPastRetention(),
+          report.rowsPastRetentionExact() ? "" : "+", config.outboxRetention(), report.oldestPastRetention(),
+          report.streams().stream().filter(s -> !s.caughtUp()).count());
+    }
+    notify.accept(() -> listener.maintained(report));
+    return report;
+  }
+
+  /**
+   * Right after publishing: trims the streams that gained {@code trimSlack} entries since their last trim, in
+   * bounded calls, for at most a few milliseconds in all. Lists are not trimmed (their consumers remove what they
+   * finish), so this does nothing for them.
+   */
+  void trimAfterPublish(Collection<OwnedShard> shards) {
+    if (config.transport() != Transport.STREAM) {
+      return;
+    }
+    long end = System.nanoTime() + PUBLISH_TRIM_NANOS;
+    for (OwnedShard o : shards) {
+      if (o.sinceTrim < config.trimSlack()) {
+        continue;
+      }
+      o.sinceTrim = 0;
+      long evicted = 0;
+      RedisTransport.TrimResult t;
+      do {
+        t = transport.trim(o.streamKey, o.relayKey, noGroupFloor(), config.trimLimit());
+        evicted += t.evicted();
+      } while (t.evicted() >= config.trimLimit() && System.nanoTime() < end);
+      reportTrim(o.id, t.minId(), evicted);
+      if (System.nanoTime() >= end) {
+        return;
+      }
+    }
+  }
+
+  private void reportTrim(ShardId shard, String minId, long evicted) {
+    if (evicted > 0) {
+      log.debug("relay {} trimmed {} below {}: {} entries", config.owner(), shard, minId, evicted);
+      notify.accept(() -> listener.trimmed(shard, minId, evicted));
+    }
+  }
+
+  /** With no group, a stream keeps what the outbox retention keeps. */
+  private StreamId noGroupFloor() {
+    return new StreamId(Math.max(0, config.clock().millis() - config.outboxRetention().toMillis()), 0);
+  }
+}
