@@ -39,25 +39,26 @@ class OutboxNotifyAndCapacityTest {
   @Test
   void listenerHearsTheNotificationOnlyAfterCommitAndNeverAfterRollback() throws Exception {
     Outbox outbox = Outbox.builder().schema(env.schema()).build();
-    try (Connection listener = listen(Notifications.channel(env.schema()))) {
+    String channel = Notifications.channel(env.schema());
+    try (Connection listener = listen(channel)) {
       PGConnection pg = listener.unwrap(PGConnection.class);
-      assertThat(drain(pg, 100)).isEmpty();
+      assertThat(drainUntilMarker(pg, channel)).isEmpty();
 
       try (Connection tx = transaction()) {
         outbox.append(tx, Message.builder("payments", "payment.created").build());
         outbox.append(tx, Message.builder("payments", "payment.created").build());
         outbox.appendAll(tx, List.of(Message.builder("refunds", "refund.created").build()));
-        assertThat(drain(pg, 300)).as("before commit").isEmpty();
+        assertThat(drainUntilMarker(pg, channel)).as("before commit").isEmpty();
         tx.commit();
       }
       // PostgreSQL folds the duplicate (channel, topic) notifications of one transaction into one.
-      assertThat(drain(pg, 2_000)).containsExactlyInAnyOrder("payments", "refunds");
+      assertThat(drainUntilMarker(pg, channel)).containsExactlyInAnyOrder("payments", "refunds");
 
       try (Connection tx = transaction()) {
         outbox.append(tx, Message.builder("payments", "payment.created").build());
         tx.rollback();
       }
-      assertThat(drain(pg, 500)).as("after rollback").isEmpty();
+      assertThat(drainUntilMarker(pg, channel)).as("after rollback").isEmpty();
     }
   }
 
@@ -213,19 +214,37 @@ class OutboxNotifyAndCapacityTest {
     return c;
   }
 
-  /** Every notification that arrives within {@code millis}, as payloads. */
-  private static List<String> drain(PGConnection pg, int millis) throws SQLException {
+  /**
+   * Every notification delivered before a marker notification that this method sends from another connection, as
+   * payloads. PostgreSQL delivers the notifications of committed transactions in commit order, so whatever committed
+   * before the marker has arrived once the marker has: no time window decides what is seen.
+   */
+  private List<String> drainUntilMarker(PGConnection pg, String channel) throws SQLException {
+    String marker = "marker-" + java.util.UUID.randomUUID();
+    try (Connection c = env.dataSource().getConnection();
+        java.sql.PreparedStatement ps = c.prepareStatement("SELECT pg_notify(?, ?)")) {
+      if (!c.getAutoCommit()) {
+        c.setAutoCommit(true);
+      }
+      ps.setString(1, channel);
+      ps.setString(2, marker);
+      ps.execute();
+    }
     List<String> payloads = new ArrayList<>();
-    long until = System.nanoTime() + millis * 1_000_000L;
-    long left;
-    while ((left = (until - System.nanoTime()) / 1_000_000L) > 0) {
-      PGNotification[] batch = pg.getNotifications((int) left);
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    while (true) {
+      long left = (deadline - System.nanoTime()) / 1_000_000L;
+      assertThat(left).as("marker notification %s not received; received before it: %s", marker, payloads)
+          .isPositive();
+      PGNotification[] batch = pg.getNotifications((int) Math.min(left, 1_000));
       if (batch != null) {
         for (PGNotification n : batch) {
+          if (n.getParameter().equals(marker)) {
+            return payloads;
+          }
           payloads.add(n.getParameter());
         }
       }
     }
-    return payloads;
   }
 }
