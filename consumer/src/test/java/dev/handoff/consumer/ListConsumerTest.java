@@ -22,6 +22,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
@@ -212,16 +214,21 @@ class ListConsumerTest {
       AtomicLong maxWaiting = new AtomicLong();
       AtomicLong maxInSystem = new AtomicLong();
       String processing = ListFormat.processingKey(list, consumer.config().workerName(0));
+      CountDownLatch firstSample = new CountDownLatch(1);
       Thread sampler = new Thread(() -> {
         while (!done.get()) {
           List<?> r = (List<?>) env.redis().eval("return {redis.call('LLEN', KEYS[1]),"
               + " redis.call('LLEN', KEYS[1]) + redis.call('LLEN', KEYS[2])}", List.of(list, processing), List.of());
           maxWaiting.accumulateAndGet((Long) r.get(0), Math::max);
           maxInSystem.accumulateAndGet((Long) r.get(1), Math::max);
+          firstSample.countDown();
           Thread.onSpinWait();
         }
       });
       sampler.start();
+      // The first sample sees the full list before anything runs: the maximum is then the bound whatever the
+      // relay and the consumer do afterwards.
+      assertThat(firstSample.await(10, TimeUnit.SECONDS)).isTrue();
       relay.start();
       consumer.start();
       await().atMost(Duration.ofSeconds(30)).until(() -> f.effectCount("g") == 300);
