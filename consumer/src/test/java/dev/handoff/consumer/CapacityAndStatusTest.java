@@ -142,10 +142,20 @@ class CapacityAndStatusTest {
     assertThat(f.inboxCount("g2")).isEqualTo(400);
   }
 
+  /**
+   * Each consumer's first message waits until the other consumer has one too: while one holds its first batch the
+   * other reads the next, so both take part whatever the threads' start-up order.
+   */
   private static MessageHandler slowEffect(Fixture f, String group, String tag, CountDownLatch bothReading) {
     MessageHandler effect = f.effect(group, tag);
+    java.util.concurrent.atomic.AtomicBoolean first = new java.util.concurrent.atomic.AtomicBoolean(true);
     return (tx, m) -> {
-      bothReading.countDown();
+      if (first.compareAndSet(true, false)) {
+        bothReading.countDown();
+        if (!bothReading.await(20, TimeUnit.SECONDS)) {
+          throw new AssertionError("the other consumer of group " + group + " got no message");
+        }
+      }
       Thread.sleep(2);
       effect.handle(tx, m);
     };
