@@ -9,6 +9,9 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -44,8 +47,10 @@ class BenchTest {
     assertThat(Files.readString(report.resolve("throughput.svg"))).startsWith("<svg").contains("<polyline");
     String md = Files.readString(report.resolve("report.md"));
     assertThat(md).contains("## Targets", "## Components against their baselines", "raw pipelined XADD",
-        "raw batched insert of inbox marker + charge", "## Memory when producers outrun consumers tenfold",
-        "PostgreSQL 17", "| Redis | 7.");
+        "raw batched insert of inbox marker + charge", "## Memory when producers outrun consumers tenfold");
+    // It names the servers it ran against: the ones this test gave it, whichever versions they are.
+    assertThat(md).contains("| PostgreSQL | PostgreSQL " + postgresVersion() + " ");
+    assertThat(md).contains("| Redis | " + redisVersion() + " (");
 
     // The main run's payments and charges, as printed, are the database's, one charge each.
     Matcher m = Pattern.compile("^e2e run 1 \\(500/s\\): payments (\\d+) charges (\\d+)$", Pattern.MULTILINE)
@@ -67,5 +72,27 @@ class BenchTest {
     // The auxiliary schemas are gone.
     assertThat(env.queryLong("SELECT count(*) FROM pg_namespace WHERE nspname LIKE ?", env.schema() + "\\_%"))
         .isZero();
+  }
+
+  /** The test server's version number, such as {@code 17.5} or {@code 15.20}, as {@code version()} starts with it. */
+  private String postgresVersion() throws Exception {
+    try (Connection c = env.dataSource().getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SHOW server_version")) {
+      assertThat(rs.next()).isTrue();
+      String version = rs.getString(1).strip().split("\\s+")[0];
+      assertThat(version).matches("\\d+(\\.\\d+)*");
+      return version;
+    }
+  }
+
+  /** The test Redis server's {@code redis_version}. */
+  private String redisVersion() {
+    for (String line : env.redis().info("server").split("\r?\n")) {
+      if (line.startsWith("redis_version:")) {
+        return line.substring("redis_version:".length()).strip();
+      }
+    }
+    throw new AssertionError("no redis_version in INFO server");
   }
 }
