@@ -48,6 +48,7 @@ public final class RelayBuilder {
   private int retentionBatchSize = DEFAULT_RETENTION_BATCH_SIZE;
   private Duration maintenanceInterval = DEFAULT_MAINTENANCE_INTERVAL;
   private int trimLimit = DEFAULT_TRIM_LIMIT;
+  private boolean trimStreams = true;
   private int trimSlack = DEFAULT_TRIM_SLACK;
   private Duration retentionBudget;
   private Duration drainTimeout = DEFAULT_DRAIN_TIMEOUT;
@@ -147,6 +148,16 @@ public final class RelayBuilder {
   }
 
   /**
+   * Whether the relay trims streams at all. Off, every entry stays in its stream, so Redis memory grows with every
+   * message: only for demos and tests that replay a whole stream through a consumer group (a replay from the outbox
+   * needs no such thing). The outbox purge runs either way. Defaults to on.
+   */
+  public RelayBuilder trimStreams(boolean trim) {
+    this.trimStreams = trim;
+    return this;
+  }
+
+  /**
    * How many entries a stream may gain after its last trim before the relay trims it again, right after publishing
    * (besides every maintenance run). In steady state a stream holds what some group has not finished plus at most
    * about this many entries, plus Redis's stream node size ({@code stream-node-max-entries}, 100 by default), since
@@ -214,7 +225,7 @@ public final class RelayBuilder {
   public Relay build() {
     RelayConfig config = new RelayConfig(schema, keyPrefix, topics, owner != null ? owner : defaultOwner(),
         leaseTtl, minBatchSize, maxBatchSize, maxBatchBytes, idlePollInterval, outboxRetention,
-        retentionBatchSize, maintenanceInterval, trimLimit, trimSlack,
+        retentionBatchSize, maintenanceInterval, trimLimit, trimStreams, trimSlack,
         retentionBudget != null ? retentionBudget : half(maintenanceInterval), drainTimeout, listener, clock,
         transport, listCapacity);
     return new DefaultRelay(dataSource, redis, config);

@@ -26,6 +26,8 @@ import java.util.Objects;
  *     not; a run that takes longer is followed by the next at once
  * @param trimLimit the most stream entries evicted per trim call (each call is one bounded Redis command; a trim
  *     repeats calls until caught up)
+ * @param trimStreams whether the relay trims streams at all; off, every entry stays (Redis memory grows with every
+ *     message), for demos and tests that replay a whole stream through a group
  * @param trimSlack how many entries a stream may gain after its last trim before it is trimmed again right after
  *     publishing: in steady state a stream holds what some group has not finished plus at most about this many
  *     (plus Redis's stream node size, {@code stream-node-max-entries}, 100 by default)
@@ -52,6 +54,7 @@ public record RelayConfig(
     int retentionBatchSize,
     Duration maintenanceInterval,
     int trimLimit,
+    boolean trimStreams,
     int trimSlack,
     Duration retentionBudget,
     Duration drainTimeout,

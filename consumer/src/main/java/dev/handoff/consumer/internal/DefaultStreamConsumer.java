@@ -99,6 +99,11 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     this.faultHook = hook == null ? FaultHook.NONE : hook;
   }
 
+  /** Test-only: renews the leases of the entries in flight now, as the lease keeper does on its schedule. */
+  public void renewLeasesNow() {
+    renewLeases();
+  }
+
   @Override
   public ConsumerConfig config() {
     return config;

@@ -78,7 +78,7 @@ final class RelayMaintenance {
     boolean caughtUp = true;
 
     Run(Collection<OwnedShard> owned) {
-      this.toTrim = new ArrayDeque<>(owned);
+      this.toTrim = config.trimStreams() ? new ArrayDeque<>(owned) : new ArrayDeque<>();
     }
   }
 
@@ -190,7 +190,7 @@ final class RelayMaintenance {
    * finish), so this does nothing for them.
    */
   void trimAfterPublish(Collection<OwnedShard> shards) {
-    if (config.transport() != Transport.STREAM) {
+    if (config.transport() != Transport.STREAM || !config.trimStreams()) {
       return;
     }
     long end = System.nanoTime() + PUBLISH_TRIM_NANOS;
