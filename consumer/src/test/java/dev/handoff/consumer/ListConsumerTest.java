@@ -93,11 +93,15 @@ class ListConsumerTest {
     assertThat(env.redis().llen(list)).isZero();
     assertThat(env.redis().llen(processingA)).isEqualTo(3);
     assertThat(f.effectCount("g")).isZero();
+    // The dead process's heartbeat runs out: deleted here rather than waited out, so that the long TTL below keeps
+    // the live consumer alive and the dead one registered however slowly this test runs.
+    assertThat(env.redis().del(ListFormat.heartbeatKey(processingA))).isEqualTo(1);
 
     List<Long> deliveries = new CopyOnWriteArrayList<>();
     MessageHandler effect = f.effect("g", null);
     PollResult total = PollResult.EMPTY;
-    try (ListConsumer other = consumer(f).consumerName("b").handler((tx, m) -> {
+    try (ListConsumer other = consumer(f).consumerName("b").heartbeatTtl(Duration.ofSeconds(60))
+        .heartbeatInterval(Duration.ofSeconds(10)).handler((tx, m) -> {
       deliveries.add(m.deliveries());
       effect.handle(tx, m);
     }).build()) {
