@@ -34,6 +34,7 @@ import java.util.regex.Pattern;
  * @param failureIsolation how a failing handler is kept from undoing its batch
  * @param redisPoolWait the longest a command waits for a pooled Redis connection
  * @param statusScanLimit how many entries a status call counts per stream before reporting a lower bound
+ * @param inboxRetention how long markers are kept and whether they are purged automatically
  * @param listener metrics callbacks
  * @param clock the source of time
  */
@@ -58,6 +59,7 @@ public record ConsumerConfig(
     FailureIsolation failureIsolation,
     Duration redisPoolWait,
     int statusScanLimit,
+    InboxRetention inboxRetention,
     ConsumerListener listener,
     Clock clock) {
 
@@ -106,6 +108,7 @@ public record ConsumerConfig(
     }
     requirePositive("redisPoolWait", redisPoolWait);
     requireBetween("statusScanLimit", statusScanLimit, 1, 100_000_000);
+    Objects.requireNonNull(inboxRetention, "inboxRetention");
     Objects.requireNonNull(listener, "listener");
     Objects.requireNonNull(clock, "clock");
   }

@@ -1,9 +1,10 @@
 package dev.handoff.consumer;
 
 /**
- * An inbox purge was refused because it would have dropped the markers of messages that the stream still holds
- * (or may hold again): a redelivery or replay of those messages would then run their handlers a second time.
- * Nothing was deleted.
+ * An inbox purge was refused because it would have dropped the markers of messages that can still come back: a
+ * stream or list still holds them (or may hold them again, when Redis lost a stream), or the outbox still holds
+ * them (a replay from the outbox, or the relay publishing them again). Their handlers would then run a second
+ * time. Nothing was deleted.
  */
 public final class InboxPurgeRefusedException extends ConsumerException {
 
@@ -16,7 +17,7 @@ public final class InboxPurgeRefusedException extends ConsumerException {
     this.stillRetained = stillRetained;
   }
 
-  /** How many of the markers the purge would have dropped belong to messages still retained in the stream. */
+  /** How many of the markers the purge would have dropped belong to messages that can still come back. */
   public long stillRetained() {
     return stillRetained;
   }

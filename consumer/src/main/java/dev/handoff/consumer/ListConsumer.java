@@ -2,6 +2,7 @@ package dev.handoff.consumer;
 
 import java.net.URI;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Collection;
 import java.util.List;
 import java.util.Set;
@@ -105,6 +106,18 @@ public interface ListConsumer extends AutoCloseable {
 
   /** Which of {@code messageIds} this group has processed; see {@link StreamConsumer#processed(Collection)}. */
   Set<UUID> processed(Collection<UUID> messageIds);
+
+  /**
+   * Deletes this group's inbox markers processed before {@code processedBefore}, refusing if any belongs to a
+   * message that can still come back: one the lists or processing lists hold (at or above the lowest ID they hold),
+   * or one the outbox holds; see {@link StreamConsumer#purgeInbox(Instant)}.
+   *
+   * @throws InboxPurgeRefusedException if so; nothing is deleted
+   */
+  long purgeInbox(Instant processedBefore);
+
+  /** Purges the markers past the dedup window, as the automatic purge does; see {@link StreamConsumer#purgeInbox()}. */
+  InboxPurgeResult purgeInbox();
 
   /** Waiting, in processing per consumer, the oldest in processing, the outbox backlog, dead letters. */
   ListStatus status();

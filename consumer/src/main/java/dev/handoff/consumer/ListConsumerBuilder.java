@@ -49,6 +49,7 @@ public final class ListConsumerBuilder {
   private FailureIsolation failureIsolation = FailureIsolation.OPTIMISTIC_BATCH;
   private Duration redisPoolWait = DEFAULT_REDIS_POOL_WAIT;
   private ConsumerListener listener = ConsumerListener.NOOP;
+  private InboxRetention inboxRetention = InboxRetention.defaults();
   private Clock clock = Clock.systemUTC();
 
   ListConsumerBuilder(DataSource dataSource, HostAndPort redis) {
@@ -199,7 +200,17 @@ public final class ListConsumerBuilder {
     return this;
   }
 
-  /** Metrics callbacks ({@code reclaimed} reports elements the reaper returned). Defaults to no-op. */
+  /**
+   * How long the group keeps its inbox markers and whether a started consumer purges older ones by itself; see
+   * {@link InboxRetention}. Set its outbox retention to the relays'. Defaults to {@link InboxRetention#defaults()}:
+   * outbox retention 7 days, dedup window 8 days, automatic purge every 10 minutes.
+   */
+  public ListConsumerBuilder inboxRetention(InboxRetention retention) {
+    this.inboxRetention = java.util.Objects.requireNonNull(retention, "inboxRetention");
+    return this;
+  }
+
+  /** Metrics callbacks. Defaults to {@link ConsumerListener#NOOP}. */
   public ListConsumerBuilder listener(ConsumerListener listener) {
     this.listener = listener;
     return this;
@@ -223,7 +234,8 @@ public final class ListConsumerBuilder {
     return new ConsumerConfig(schema, keyPrefix, topic, group,
         consumerName != null ? consumerName : ConsumerNames.generate(), handler, batchHandler, workers, batchSize,
         block, heartbeatTtl, interval, reapInterval, maxDeliveries, initial, max, StartPosition.BEGINNING,
-        failureIsolation, redisPoolWait, StreamConsumerBuilder.DEFAULT_STATUS_SCAN_LIMIT, listener, clock);
+        failureIsolation, redisPoolWait, StreamConsumerBuilder.DEFAULT_STATUS_SCAN_LIMIT, inboxRetention, listener,
+        clock);
   }
 
   /**

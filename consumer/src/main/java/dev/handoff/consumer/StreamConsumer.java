@@ -107,20 +107,28 @@ public interface StreamConsumer extends AutoCloseable {
 
   /**
    * Deletes this group's inbox markers processed before {@code processedBefore}, refusing if any of them belongs to
-   * a message that the topic's streams still retain.
+   * a message that can still come back.
    *
-   * <p>The rule: a marker may only go once its message can never come back. Messages come back while the stream
-   * retains them (redelivery, {@link #replayRetained() replay}), and also when the relay re-publishes from the
-   * outbox after Redis lost data, so {@code processedBefore} must lie further back than the outbox retention and any
-   * replay window as well. handoff checks the first; the second is the caller's to respect. A marker is considered
-   * retained when its stream ID is at or above the oldest entry of the topic's streams; when a stream is missing
-   * entirely (Redis may have lost it) the purge is refused outright.
+   * <p>The rule: a marker may only go once its message can never come back. Messages come back while a stream
+   * retains them (redelivery, {@link #replayRetained() replay}), and while the outbox holds them (a
+   * {@link #replayFromOutbox replay from the outbox}, or the relay publishing them again after Redis lost data).
+   * handoff checks both: a marker is retained by Redis when its stream ID is at or above the oldest entry of the
+   * topic's streams (a missing stream, which Redis may have lost, refuses the purge outright), and by the outbox
+   * when the outbox still has a row with its message ID.
    *
    * @return the number of markers deleted
    * @throws InboxPurgeRefusedException if a marker older than {@code processedBefore} belongs to a message still
-   *     retained in a stream; nothing is deleted
+   *     retained in a stream or in the outbox; nothing is deleted
    */
   long purgeInbox(Instant processedBefore);
+
+  /**
+   * Purges the markers past the dedup window ({@link InboxRetention#dedupWindow()}), as the automatic purge of a
+   * started consumer does every {@link InboxRetention#purgeInterval()}: in batches of 10,000, each marker checked
+   * against the same rule as {@link #purgeInbox(Instant)}; markers the rule keeps stay, with one WARN that names
+   * the rule and the counts, and the rest go.
+   */
+  InboxPurgeResult purgeInbox();
 
   /**
    * Runs every entry the topic's streams retain through this consumer's own path (marker, handler, commit) without

@@ -51,6 +51,7 @@ public final class StreamConsumerBuilder {
   private Duration redisPoolWait = DEFAULT_REDIS_POOL_WAIT;
   private int statusScanLimit = DEFAULT_STATUS_SCAN_LIMIT;
   private ConsumerListener listener = ConsumerListener.NOOP;
+  private InboxRetention inboxRetention = InboxRetention.defaults();
   private Clock clock = Clock.systemUTC();
 
   StreamConsumerBuilder(DataSource dataSource, HostAndPort redis) {
@@ -228,6 +229,16 @@ public final class StreamConsumerBuilder {
     return this;
   }
 
+  /**
+   * How long the group keeps its inbox markers and whether a started consumer purges older ones by itself; see
+   * {@link InboxRetention}. Set its outbox retention to the relays'. Defaults to {@link InboxRetention#defaults()}:
+   * outbox retention 7 days, dedup window 8 days, automatic purge every 10 minutes.
+   */
+  public StreamConsumerBuilder inboxRetention(InboxRetention retention) {
+    this.inboxRetention = java.util.Objects.requireNonNull(retention, "inboxRetention");
+    return this;
+  }
+
   /** Metrics callbacks. Defaults to {@link ConsumerListener#NOOP}. */
   public StreamConsumerBuilder listener(ConsumerListener listener) {
     this.listener = listener;
@@ -251,7 +262,7 @@ public final class StreamConsumerBuilder {
     return new ConsumerConfig(schema, keyPrefix, topic, group,
         consumerName != null ? consumerName : ConsumerNames.generate(), handler, batchHandler, workers, batchSize,
         block, minIdle, renew, reclaimInterval, maxDeliveries, initial, max, startPosition, failureIsolation,
-        redisPoolWait, statusScanLimit, listener, clock);
+        redisPoolWait, statusScanLimit, inboxRetention, listener, clock);
   }
 
   /**

@@ -126,6 +126,25 @@ abstract class AbstractConsumer {
   }
 
   /**
+   * Schedules the automatic purge of inbox markers past the dedup window on the housekeeping thread, when the
+   * configuration asks for it; a failure is logged and the next run tries again.
+   */
+  protected final synchronized void schedulePurge(InboxPurger purger) {
+    if (housekeeping == null || !config.inboxRetention().automatic()) {
+      return;
+    }
+    long every = config.inboxRetention().purgeInterval().toMillis();
+    housekeeping.scheduleWithFixedDelay(() -> {
+      try {
+        purger.purgeExpired();
+      } catch (RuntimeException e) {
+        log.warn(label + " '{}': automatic inbox purge failed ({}); it runs again in {}", config.group(),
+            e.toString(), config.inboxRetention().purgeInterval());
+      }
+    }, every, every, TimeUnit.MILLISECONDS);
+  }
+
+  /**
    * Runs one worker until the consumer stops running. Failures pause the worker with a jittered backoff that
    * grows with consecutive failures; close cuts the pause short.
    */

@@ -6,6 +6,8 @@ import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.ListStatus;
+import dev.handoff.consumer.InboxPurgeRefusedException;
+import dev.handoff.consumer.InboxPurgeResult;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.PollResult;
 import dev.handoff.consumer.ReplayResult;
@@ -18,6 +20,7 @@ import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HexFormat;
@@ -60,6 +63,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   private final ListQueues redis;
   private final BatchProcessor processor;
   private final OutboxReplay outboxReplay;
+  private final InboxPurger purger;
   private final OutboxQueries outbox;
   private final Backoff backoff;
   private final List<String> listKeys = new ArrayList<>();
@@ -76,6 +80,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
     }
     this.redis = new ListQueues(redisServer, redisConfig, config.workers(), config.block(), config.redisPoolWait());
     this.processor = new BatchProcessor(config, dataSource);
+    this.purger = new InboxPurger(config, dataSource, processor.inbox(), this::redisFloor);
     this.outboxReplay = new OutboxReplay(config, dataSource, processor, shard -> ListFormat.listKey(config.keyPrefix(), config.topic().name(), shard));
     this.outbox = new OutboxQueries(config.schema());
     this.backoff = new Backoff(config.initialBackoff(), config.maxBackoff());
@@ -114,6 +119,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   public void start() {
     beginStart();
     startHousekeeping(true);
+    schedulePurge(purger);
     for (Worker w : workers) {
       Thread t = newWorkerThread(() -> runWorker(w), "handoff-list-consumer-" + config.group() + "-" + w.index);
       w.thread = t;
@@ -212,6 +218,33 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   @Override
   public int retryAll() {
     return processor.retryAll(this::retry);
+  }
+
+  @Override
+  public long purgeInbox(Instant processedBefore) {
+    return purger.purgeOrRefuse(processedBefore);
+  }
+
+  @Override
+  public InboxPurgeResult purgeInbox() {
+    return purger.purgeExpired();
+  }
+
+  /** The lowest ID the topic's lists and processing lists hold. */
+  private long[] redisFloor() {
+    long[] floor = {Long.MAX_VALUE, Long.MAX_VALUE};
+    for (String list : listKeys) {
+      long[] held = redis.lowestHeld(list);
+      if (held == null) {
+        throw new InboxPurgeRefusedException("inbox purge of consumer group '" + config.group()
+            + "' refused: the relay's bookkeeping for list '" + list + "' does not exist, so Redis may have lost"
+            + " the list and the relay may push its messages again; their markers must stay", -1);
+      }
+      if (held[0] < floor[0] || (held[0] == floor[0] && held[1] < floor[1])) {
+        floor = held;
+      }
+    }
+    return floor;
   }
 
   @Override

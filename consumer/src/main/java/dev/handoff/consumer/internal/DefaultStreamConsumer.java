@@ -6,6 +6,7 @@ import dev.handoff.consumer.ConsumerStatus;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.InboxPurgeRefusedException;
+import dev.handoff.consumer.InboxPurgeResult;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.PollResult;
 import dev.handoff.consumer.ReplayResult;
@@ -59,6 +60,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   private final RedisGroups redis;
   private final BatchProcessor processor;
   private final OutboxReplay outboxReplay;
+  private final InboxPurger purger;
   private final Backoff backoff;
   private final List<String> streamKeys;
   private final Map<String, Integer> shardOf = new HashMap<>();
@@ -81,6 +83,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     this.redis = new RedisGroups(redisServer, redisConfig, config.group(), config.workers(), config.block(),
         config.redisPoolWait());
     this.processor = new BatchProcessor(config, dataSource);
+    this.purger = new InboxPurger(config, dataSource, processor.inbox(), this::redisFloor);
     this.outboxReplay = new OutboxReplay(config, dataSource, processor, shard -> StreamFormat.streamKey(config.keyPrefix(), config.topic().name(), shard));
     this.backoff = new Backoff(config.initialBackoff(), config.maxBackoff());
     this.reclaim = new ReclaimScan(streamKeys, config.reclaimInterval().toMillis());
@@ -119,6 +122,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
           config.group(), e.toString());
     }
     startLeaseKeeper();
+    schedulePurge(purger);
     for (Worker w : workers) {
       newWorkerThread(() -> runWorker(w), "handoff-consumer-" + config.group() + "-" + w.index).start();
     }
@@ -207,6 +211,16 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
 
   @Override
   public long purgeInbox(Instant processedBefore) {
+    return purger.purgeOrRefuse(processedBefore);
+  }
+
+  @Override
+  public InboxPurgeResult purgeInbox() {
+    return purger.purgeExpired();
+  }
+
+  /** The oldest entry the topic's streams retain, or just above the top of an empty one. */
+  private long[] redisFloor() {
     long[] floor = {Long.MAX_VALUE, Long.MAX_VALUE};
     for (String key : streamKeys) {
       if (!redis.exists(key)) {
@@ -226,28 +240,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
         floor = candidate;
       }
     }
-    try (Connection c = dataSource.getConnection()) {
-      long retained = processor.inbox().countRetained(c, config.group(), processedBefore, floor);
-      if (retained > 0) {
-        throw new InboxPurgeRefusedException("inbox purge of consumer group '" + config.group()
-            + "' refused: " + retained + " marker(s) processed before " + processedBefore
-            + " belong to messages still retained in the streams of topic '" + config.topic().name()
-            + "' (oldest retained entry " + floor[0] + "-" + floor[1] + "); dropping them would let a"
-            + " redelivery or replay run their handlers again. Purge an older window, or trim the streams first",
-            retained);
-      }
-      long deleted = 0;
-      int n;
-      do {
-        n = processor.inbox().purgeBatch(c, config.group(), processedBefore, floor);
-        deleted += n;
-      } while (n == 10_000);
-      log.info("Consumer group '{}': purged {} inbox marker(s) processed before {}", config.group(), deleted,
-          processedBefore);
-      return deleted;
-    } catch (SQLException e) {
-      throw new ConsumerException("inbox purge of consumer group '" + config.group() + "' failed", e);
-    }
+    return floor;
   }
 
   @Override

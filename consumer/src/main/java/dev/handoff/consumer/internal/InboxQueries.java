@@ -24,9 +24,14 @@ final class InboxQueries {
   private final String countRetained;
   private final String purgeBatch;
   private final String processed;
+  private final String countInOutbox;
+  private final String anyBefore;
 
   InboxQueries(String schema) {
     String table = schema + ".inbox";
+    // A marker whose message the outbox still holds can meet that message again (a replay from the outbox, or the
+    // relay publishing it again after Redis lost data), whatever the marker's age.
+    String inOutbox = "EXISTS (SELECT 1 FROM " + schema + ".outbox o WHERE o.message_id = i.message_id)";
     // One statement for the whole batch. ORDER BY gives concurrent batches one lock order on the primary key, so
     // two consumers that hold overlapping entries (a reclaim racing a slow owner) wait instead of deadlocking.
     this.insert = "INSERT INTO " + table + " (consumer_group, message_id, stream_id, outcome)"
@@ -38,9 +43,12 @@ final class InboxQueries {
     String streamOrder = "(split_part(stream_id, '-', 1)::bigint, split_part(stream_id, '-', 2)::bigint)";
     this.countRetained = "SELECT count(*) FROM " + table + " WHERE consumer_group = ? AND processed_at < ?"
         + " AND (stream_id IS NULL OR " + streamOrder + " >= (?, ?))";
-    this.purgeBatch = "DELETE FROM " + table + " WHERE ctid IN (SELECT ctid FROM " + table
+    this.purgeBatch = "DELETE FROM " + table + " WHERE ctid IN (SELECT i.ctid FROM " + table + " i"
         + " WHERE consumer_group = ? AND processed_at < ? AND stream_id IS NOT NULL AND " + streamOrder
-        + " < (?, ?) LIMIT 10000)";
+        + " < (?, ?) AND NOT " + inOutbox + " LIMIT 10000)";
+    this.anyBefore = "SELECT EXISTS (SELECT 1 FROM " + table + " WHERE consumer_group = ? AND processed_at < ?)";
+    this.countInOutbox = "SELECT count(*) FROM (SELECT 1 FROM " + table + " i WHERE consumer_group = ?"
+        + " AND processed_at < ? AND " + inOutbox + " LIMIT 100000) h";
     this.processed = "SELECT message_id FROM " + table + " WHERE consumer_group = ? AND message_id = ANY(?)"
         + " AND outcome = 'processed'";
   }
@@ -115,7 +123,34 @@ final class InboxQueries {
     }
   }
 
-  /** Deletes up to 10,000 purgeable markers; returns how many. */
+  /** Whether the group has any marker processed before {@code before}. */
+  boolean anyBefore(Connection c, String group, Instant before) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(anyBefore)) {
+      ps.setString(1, group);
+      ps.setTimestamp(2, Timestamp.from(before));
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getBoolean(1);
+      }
+    }
+  }
+
+  /** Markers older than {@code before} whose message the outbox still holds, counted up to 100,000. */
+  long countInOutbox(Connection c, String group, Instant before) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(countInOutbox)) {
+      ps.setString(1, group);
+      ps.setTimestamp(2, Timestamp.from(before));
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    }
+  }
+
+  /**
+   * Deletes up to 10,000 purgeable markers: older than {@code before}, below the Redis {@code floor}, and whose
+   * message the outbox no longer holds; returns how many.
+   */
   int purgeBatch(Connection c, String group, Instant before, long[] floor) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(purgeBatch)) {
       ps.setString(1, group);

@@ -122,6 +122,9 @@ public final class ListQueues implements AutoCloseable {
       return {returned, consumers}""");
 
   // KEYS: list, registry. Per registered processing list: key, length, alive, lowest ID ('' when empty).
+  /** The relay's own script: the lowest ID a list or its processing lists hold (see the outbox module). */
+  private static final Script LOWEST_HELD = Script.resource("/dev/handoff/outbox/list-watermark.lua");
+
   private static final Script HOLDERS = new Script("""
       local out = {}
       local entries = redis.call('HKEYS', KEYS[2])
@@ -214,6 +217,22 @@ public final class ListQueues implements AutoCloseable {
   }
 
   /** The registered processing lists of {@code list}. */
+  /**
+   * The lowest stream ID that {@code list} or its processing lists hold, or just above the last one the relay
+   * pushed when they hold nothing; {@code null} when the relay's bookkeeping for the list is gone (nothing was
+   * ever pushed, or Redis lost it).
+   */
+  public long[] lowestHeld(String list) {
+    List<?> reply = (List<?>) LOWEST_HELD.run(commands,
+        List.of(list, ListFormat.relayKey(list), ListFormat.consumersKey(list)), List.of());
+    String id = text(reply.get(0));
+    if (id.isEmpty()) {
+      return null;
+    }
+    int dash = id.indexOf('-');
+    return new long[] {Long.parseLong(id.substring(0, dash)), Long.parseLong(id.substring(dash + 1))};
+  }
+
   public List<Holder> holders(String list) {
     List<?> reply = (List<?>) HOLDERS.run(commands, List.of(list, ListFormat.consumersKey(list)), List.of());
     List<Holder> out = new ArrayList<>(reply.size());
@@ -263,6 +282,17 @@ public final class ListQueues implements AutoCloseable {
   private static final class Script {
     private final byte[] source;
     private final byte[] sha;
+
+    static Script resource(String path) {
+      try (java.io.InputStream in = ListQueues.class.getResourceAsStream(path)) {
+        if (in == null) {
+          throw new IllegalStateException("missing script resource " + path);
+        }
+        return new Script(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }
 
     Script(String source) {
       this.source = bytes(source);

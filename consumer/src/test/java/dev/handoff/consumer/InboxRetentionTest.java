@@ -1,0 +1,253 @@
+package dev.handoff.consumer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.handoff.consumer.testkit.ConsumerTestKit;
+import dev.handoff.outbox.ListFormat;
+import dev.handoff.outbox.Message;
+import dev.handoff.outbox.Outbox;
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayBuilder;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.StreamMessage;
+import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.Transport;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.TestEnvironment;
+import java.sql.Connection;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * Inbox retention: markers past the dedup window go, in batches, but never one whose message can still come back,
+ * because Redis (a stream or list) or the outbox still holds it; a window shorter than the outbox retention is
+ * refused when configured; and a replay from the outbox after a purge charges nothing twice.
+ */
+@HandoffTest
+class InboxRetentionTest {
+
+  private static final Duration PAST_THE_WINDOW = Duration.ofDays(9);
+
+  private final TestEnvironment env;
+
+  InboxRetentionTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  @Test
+  void aDedupWindowShorterThanTheOutboxRetentionIsRefusedWhenConfigured() {
+    assertThatThrownBy(() -> InboxRetention.defaults().withDedupWindow(Duration.ofDays(1)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("dedupWindow must be at least the outbox retention (PT168H), was PT24H");
+    assertThatThrownBy(() -> new InboxRetention(Duration.ofHours(1), Duration.ofHours(2), Duration.ofMinutes(1),
+        true)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("dedupWindow");
+    InboxRetention d = InboxRetention.defaults();
+    assertThat(d.outboxRetention()).isEqualTo(Duration.ofDays(7));
+    assertThat(d.dedupWindow()).isEqualTo(Duration.ofDays(8));
+    assertThat(d.automatic()).isTrue();
+    assertThat(InboxRetention.forOutboxRetention(Duration.ofDays(2)).dedupWindow()).isEqualTo(Duration.ofDays(3));
+  }
+
+  @Test
+  void thePurgeRemovesOnlyMarkersPastTheWindowOnceRedisNoLongerHoldsThem() {
+    Fixture f = new Fixture(env, "window");
+    List<StreamMessage> messages = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      messages.add(f.message());
+      f.publish(messages.get(i));
+    }
+    try (StreamConsumer consumer = f.consumer("w").build()) {
+      ConsumerTestKit.drain(consumer, Duration.ofSeconds(10));
+      age("w", messages.subList(0, 6).stream().map(StreamMessage::messageId).toList());
+
+      // the stream still holds them all: nothing may go
+      InboxPurgeResult held = consumer.purgeInbox();
+      assertThat(held.deleted()).isZero();
+      assertThat(held.keptForRedis()).isEqualTo(6);
+      assertThat(held.keptForOutbox()).isZero();
+      assertThatThrownBy(() -> consumer.purgeInbox(Instant.now().minus(Duration.ofDays(8))))
+          .isInstanceOf(InboxPurgeRefusedException.class).hasMessageContaining("6 marker(s)")
+          .hasMessageContaining("Redis still holds");
+
+      env.redis().xtrim(f.streamKey(), 0, false);
+      InboxPurgeResult purged = consumer.purgeInbox();
+
+      assertThat(purged.deleted()).isEqualTo(6);
+      assertThat(purged.keptAny()).isFalse();
+      assertThat(f.inboxCount("w")).isEqualTo(4);
+      for (StreamMessage m : messages.subList(6, 10)) {
+        assertThat(env.queryLong("SELECT count(*) FROM inbox WHERE consumer_group = 'w' AND message_id = ?",
+            m.messageId())).as("a marker inside the window").isEqualTo(1);
+      }
+      assertThat(consumer.purgeInbox().deleted()).isZero();
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Transport.class)
+  void thePurgeKeepsMarkersWhoseMessagesTheOutboxStillHoldsAndAReplayAfterItChargesNothingTwice(Transport transport)
+      throws Exception {
+    Fixture f = new Fixture(env, "interlock-" + transport.name().toLowerCase());
+    String group = "i-" + transport.name().toLowerCase();
+    Outbox outbox = Outbox.builder().schema(env.schema()).build();
+    try (Relay relay = relay(f.topic, transport).outboxRetention(Duration.ofMillis(1)).build();
+        Side consumer = side(transport, f, group)) {
+      // old: consumed, then purged from the outbox by the relay's retention
+      List<UUID> old = append(outbox, f.topic, 20);
+      publishAll(relay);
+      drain(consumer);
+      awaitDatabaseClockPast(Duration.ofMillis(5));
+      relay.maintainOnce();
+      // recent: consumed, still in the outbox
+      List<UUID> recent = append(outbox, f.topic, 10);
+      publishAll(relay);
+      drain(consumer);
+      emptyRedis(f, transport);
+      age(group, old);
+      age(group, recent); // past the window too, as if the outbox purge had fallen behind
+
+      InboxPurgeResult r = consumer.purgeInbox();
+
+      assertThat(r.deleted()).as("markers of messages the outbox no longer holds").isEqualTo(20);
+      assertThat(r.keptForOutbox()).as("markers of messages the outbox still holds").isEqualTo(10);
+      assertThat(r.keptForRedis()).isZero();
+      assertThat(f.inboxCount(group)).isEqualTo(10);
+      assertThatThrownBy(() -> consumer.purgeInbox(Instant.now().plus(Duration.ofDays(1))))
+          .isInstanceOf(InboxPurgeRefusedException.class).hasMessageContaining("the outbox still holds");
+
+      ReplayResult replay = consumer.replayFromOutbox(OutboxRange.all());
+
+      assertThat(replay.duplicates()).isEqualTo(10);
+      assertThat(replay.handled()).isZero();
+      assertThat(replay.purged()).isEqualTo(20);
+      assertThat(f.effectCount(group)).isEqualTo(30);
+      assertThat(f.doubleEffects(group)).isZero();
+    }
+  }
+
+  @Test
+  void aStartedConsumerPurgesByItselfOffTheMessagePath() {
+    Fixture f = new Fixture(env, "auto");
+    for (int i = 0; i < 25; i++) {
+      f.publish(f.message());
+    }
+    // The consumer's clock runs 9 days ahead: every marker it writes is past its 8-day window at once.
+    Clock ahead = Clock.offset(Clock.systemUTC(), PAST_THE_WINDOW);
+    try (StreamConsumer consumer = f.consumer("auto").clock(ahead)
+        .inboxRetention(InboxRetention.defaults().withPurgeInterval(Duration.ofMillis(50))).build()) {
+      consumer.start();
+      ConsumerTestKit.awaitDrained(consumer, Duration.ofSeconds(20));
+      assertThat(f.effectCount("auto")).isEqualTo(25);
+      env.redis().xtrim(f.streamKey(), 0, false);
+      ConsumerTestKit.await("the automatic purge removed every marker", Duration.ofSeconds(20),
+          () -> f.inboxCount("auto") == 0);
+    }
+    assertThat(f.effectCount("auto")).isEqualTo(25);
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+
+  /** The consumer of one transport, seen through what these tests need. */
+  private interface Side extends AutoCloseable {
+    PollResult pollOnce();
+
+    InboxPurgeResult purgeInbox();
+
+    long purgeInbox(Instant before);
+
+    ReplayResult replayFromOutbox(OutboxRange range);
+
+    @Override
+    void close();
+  }
+
+  private Side side(Transport transport, Fixture f, String group) {
+    if (transport == Transport.STREAM) {
+      StreamConsumer c = f.consumer(group).handler(f.effect(group, null)).build();
+      return new Side() {
+        public PollResult pollOnce() { return c.pollOnce(); }
+        public InboxPurgeResult purgeInbox() { return c.purgeInbox(); }
+        public long purgeInbox(Instant before) { return c.purgeInbox(before); }
+        public ReplayResult replayFromOutbox(OutboxRange r) { return c.replayFromOutbox(r); }
+        public void close() { c.close(); }
+      };
+    }
+    ListConsumer c = ListConsumer.builder(env.dataSource(), f.redisUri).schema(env.schema())
+        .keyPrefix(env.keyPrefix()).topic(f.topic).group(group).handler(f.effect(group, null))
+        .block(Duration.ofMillis(100)).build();
+    return new Side() {
+      public PollResult pollOnce() { return c.pollOnce(); }
+      public InboxPurgeResult purgeInbox() { return c.purgeInbox(); }
+      public long purgeInbox(Instant before) { return c.purgeInbox(before); }
+      public ReplayResult replayFromOutbox(OutboxRange r) { return c.replayFromOutbox(r); }
+      public void close() { c.close(); }
+    };
+  }
+
+  /** Makes these markers look processed {@link #PAST_THE_WINDOW} ago. */
+  private void age(String group, List<UUID> ids) {
+    for (UUID id : ids) {
+      env.queryLong("WITH u AS (UPDATE inbox SET processed_at = now() - interval '9 days'"
+          + " WHERE consumer_group = ? AND message_id = ? RETURNING 1) SELECT count(*) FROM u", group, id);
+    }
+  }
+
+  /** What a drained topic looks like in Redis once trimmed: a stream holds nothing; a list holds nothing anyway. */
+  private void emptyRedis(Fixture f, Transport transport) {
+    if (transport == Transport.STREAM) {
+      env.redis().xtrim(StreamFormat.streamKey(env.keyPrefix(), f.topic, 0), 0, false);
+    } else {
+      assertThat(env.redis().llen(ListFormat.listKey(env.keyPrefix(), f.topic, 0))).isZero();
+    }
+  }
+
+  private RelayBuilder relay(String topic, Transport transport) {
+    RelayBuilder b = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of(topic));
+    return transport == Transport.LIST ? b.listTransport(100_000) : b;
+  }
+
+  private void publishAll(Relay relay) {
+    for (int i = 0; i < 100 && env.queryLong("SELECT count(*) FROM outbox WHERE published_at IS NULL") > 0; i++) {
+      relay.relayOnce();
+    }
+    assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE published_at IS NULL")).isZero();
+  }
+
+  private static void drain(Side consumer) {
+    for (int i = 0; i < 1_000; i++) {
+      if (consumer.pollOnce().isEmpty()) {
+        return;
+      }
+    }
+    throw new AssertionError("consumer still busy after 1,000 polls");
+  }
+
+  private void awaitDatabaseClockPast(Duration by) {
+    long start = env.queryLong("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint");
+    ConsumerTestKit.await("the database clock to move " + by, Duration.ofSeconds(5), () -> env.queryLong(
+        "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint") >= start + by.toMillis());
+  }
+
+  private List<UUID> append(Outbox outbox, String topic, int n) throws Exception {
+    List<Message> messages = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      messages.add(Message.builder(topic, "test.event").key("k" + i).payload("ok").build());
+    }
+    try (Connection tx = env.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      List<UUID> ids = outbox.appendAll(tx, messages).stream().map(a -> a.messageId()).toList();
+      tx.commit();
+      return ids;
+    }
+  }
+}
