@@ -76,7 +76,7 @@ class InboxRetentionTest {
       assertThat(held.keptForOutbox()).isZero();
       assertThatThrownBy(() -> consumer.purgeInbox(Instant.now().minus(Duration.ofDays(8))))
           .isInstanceOf(InboxPurgeRefusedException.class).hasMessageContaining("6 marker(s)")
-          .hasMessageContaining("Redis still holds");
+          .hasMessageContaining("still retained in Redis");
 
       env.redis().xtrim(f.streamKey(), 0, false);
       InboxPurgeResult purged = consumer.purgeInbox();

@@ -50,7 +50,7 @@ final class InboxPurger {
       long retained = inbox.countRetained(c, config.group(), before, floor);
       if (retained > 0) {
         throw new InboxPurgeRefusedException("inbox purge of consumer group '" + config.group() + "' refused: "
-            + retained + " marker(s) processed before " + before + " belong to messages Redis still holds for"
+            + retained + " marker(s) processed before " + before + " belong to messages still retained in Redis for"
             + " topic '" + config.topic().name() + "' (oldest retained " + floor[0] + "-" + floor[1] + "); dropping"
             + " them would let a redelivery or replay run their handlers again. Purge an older window, or trim the"
             + " streams first", retained);
