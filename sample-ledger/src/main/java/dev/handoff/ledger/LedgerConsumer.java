@@ -4,6 +4,7 @@ import dev.handoff.consumer.ConsumerListener;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.FailureIsolation;
 import dev.handoff.consumer.InboundMessage;
+import dev.handoff.consumer.InboxRetention;
 import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.ListConsumerBuilder;
 import dev.handoff.consumer.StreamConsumer;
@@ -87,6 +88,7 @@ public final class LedgerConsumer implements AutoCloseable {
           .reapInterval(b.reclaimInterval)
           .maxDeliveries(b.maxDeliveries)
           .backoff(initialBackoff, maxBackoff)
+          .inboxRetention(b.inboxRetention)
           .listener(listener);
       if (b.consumerName != null) {
         builder.consumerName(b.consumerName);
@@ -109,6 +111,7 @@ public final class LedgerConsumer implements AutoCloseable {
           .reclaimInterval(b.reclaimInterval)
           .maxDeliveries(b.maxDeliveries)
           .backoff(initialBackoff, maxBackoff)
+          .inboxRetention(b.inboxRetention)
           .listener(listener);
       if (b.consumerName != null) {
         builder.consumerName(b.consumerName);
@@ -233,6 +236,7 @@ public final class LedgerConsumer implements AutoCloseable {
     private Duration maxBackoff = Duration.ofSeconds(10);
     private boolean persistStats = true;
     private ConsumerListener listener;
+    private InboxRetention inboxRetention = InboxRetention.defaults();
 
     private Builder(DataSource dataSource, HostAndPort redis) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -329,6 +333,12 @@ public final class LedgerConsumer implements AutoCloseable {
     /** Whether the counters are flushed to {@code consumer_stats} (every second and on close). Defaults to true. */
     public Builder persistStats(boolean persistStats) {
       this.persistStats = persistStats;
+      return this;
+    }
+
+    /** How long inbox markers are kept; see {@link InboxRetention}. Defaults to {@link InboxRetention#defaults()}. */
+    public Builder inboxRetention(InboxRetention retention) {
+      this.inboxRetention = Objects.requireNonNull(retention, "inboxRetention");
       return this;
     }
 

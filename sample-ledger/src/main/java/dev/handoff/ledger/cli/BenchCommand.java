@@ -5,6 +5,8 @@ import dev.handoff.ledger.EmbeddedServers;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.bench.Bench;
 import dev.handoff.ledger.bench.BenchReport;
+import dev.handoff.ledger.bench.Soak;
+import dev.handoff.ledger.bench.SoakReport;
 import dev.handoff.outbox.cli.Connections;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -65,6 +67,23 @@ final class BenchCommand implements Callable<Integer> {
       description = "producer rate of the overload run; consumers get a tenth (${DEFAULT-VALUE})")
   double overloadRate;
 
+  @Option(names = "--soak", description = "instead: a soak at the fixed --rate for this long (10m, PT10M), with"
+      + " retention shortened so that every retention path runs inside it; samples every place work is kept and"
+      + " ends with whether each is flat over the second half")
+  String soak;
+
+  @Option(names = "--soak-retention", defaultValue = "2m",
+      description = "with --soak: the relay's outbox retention (${DEFAULT-VALUE})")
+  String soakRetention;
+
+  @Option(names = "--soak-dedup-window", defaultValue = "3m",
+      description = "with --soak: the consumers' inbox dedup window, at least --soak-retention (${DEFAULT-VALUE})")
+  String soakDedupWindow;
+
+  @Option(names = "--sample-every", defaultValue = "10s", description = "with --soak: how often it samples"
+      + " (${DEFAULT-VALUE})")
+  String sampleEvery;
+
   @Option(names = "--quick", description = "a few seconds in all (for tests): --duration 3s --payments 2000"
       + " --rate 500 --overload --overload-rate 500, unless given")
   boolean quick;
@@ -115,10 +134,18 @@ final class BenchCommand implements Callable<Integer> {
       }
       overload = true;
     }
-    Bench.Config config;
+    Bench.Config config = null;
+    Soak.Config soakConfig = null;
     try {
-      config = new Bench.Config(rates, parseDuration(duration), producers, producerBatch, shards, workers, batch,
-          payments, retained, overload, overloadRate, schema, keyPrefix, keep);
+      if (soak != null) {
+        soakConfig = new Soak.Config(rates.get(0), parseDuration(soak, "--soak"), producers, producerBatch, shards,
+            workers, batch, parseDuration(soakRetention, "--soak-retention"),
+            parseDuration(soakDedupWindow, "--soak-dedup-window"), parseDuration(sampleEvery, "--sample-every"),
+            schema, keyPrefix);
+      } else {
+        config = new Bench.Config(rates, parseDuration(duration, "--duration"), producers, producerBatch, shards,
+            workers, batch, payments, retained, overload, overloadRate, schema, keyPrefix, keep);
+      }
     } catch (IllegalArgumentException e) {
       throw new LedgerException(e.getMessage());
     }
@@ -140,6 +167,14 @@ final class BenchCommand implements Callable<Integer> {
       try (HikariDataSource db = Connections.database(jdbc, producers + workers + 8, "ledger-bench");
           RedisClient redis = Connections.redis(redisAt, 16)) {
         ConnectionOptions.RedisTarget target = ConnectionOptions.parseRedisUrl(redisAt);
+        if (soakConfig != null) {
+          Soak.Result soaked = Soak.run(db, redis, target.server(), target.config(), soakConfig, described, out);
+          List<Path> files = SoakReport.write(soaked, report, "sample-ledger " + String.join(" ", maskedArgs()));
+          out.printf("%nreport: %s (%d files)%n%s%n", files.get(0).toAbsolutePath(), files.size(),
+              SoakReport.verdict(soaked));
+          out.flush();
+          return soaked.passed() ? 0 : 1;
+        }
         Bench.Result result = Bench.run(db, redis, target.server(), target.config(), config, described, out);
         List<Path> files = BenchReport.write(result, report, "sample-ledger "
             + String.join(" ", maskedArgs()));
@@ -161,6 +196,10 @@ final class BenchCommand implements Callable<Integer> {
 
   /** {@code 30s}, {@code 2m}, {@code 500ms}, {@code 30} (seconds) or ISO-8601 ({@code PT30S}). */
   static Duration parseDuration(String s) {
+    return parseDuration(s, "--duration");
+  }
+
+  static Duration parseDuration(String s, String option) {
     String v = s.strip().toLowerCase(Locale.ROOT);
     try {
       if (v.startsWith("pt")) {
@@ -177,7 +216,7 @@ final class BenchCommand implements Callable<Integer> {
       }
       return Duration.ofMillis((long) (Double.parseDouble(v) * 1000));
     } catch (RuntimeException e) {
-      throw new LedgerException("--duration: expected 30s, 2m, 500ms or PT30S, was '" + s + "'");
+      throw new LedgerException(option + ": expected 30s, 2m, 500ms or PT30S, was '" + s + "'");
     }
   }
 }
