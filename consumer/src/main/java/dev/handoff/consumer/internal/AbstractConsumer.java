@@ -2,11 +2,17 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerListener;
+import dev.handoff.consumer.DeadLetter;
+import dev.handoff.consumer.InboxPurgeResult;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
+import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -15,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import javax.sql.DataSource;
 import org.slf4j.Logger;
 import redis.clients.jedis.exceptions.JedisException;
 
@@ -51,7 +58,10 @@ abstract class AbstractConsumer {
   }
 
   protected final ConsumerConfig config;
+  protected final BatchProcessor processor;
   protected final AtomicLong duplicatesSkipped = new AtomicLong();
+  private final OutboxReplay outboxReplay;
+  private final InboxPurger purger;
   // The subclass's logger, so that log lines keep the category they always had.
   private final Logger log;
   private final String kind;
@@ -69,8 +79,12 @@ abstract class AbstractConsumer {
    * @param label how the lifecycle log lines start ({@code "Consumer group"})
    * @param abandonNote appended to the log line about a worker abandoned at the close deadline
    */
-  AbstractConsumer(ConsumerConfig config, Logger log, String kind, String label, String abandonNote) {
+  AbstractConsumer(ConsumerConfig config, DataSource dataSource, Logger log, String kind, String label,
+      String abandonNote) {
     this.config = config;
+    this.processor = new BatchProcessor(config, dataSource);
+    this.outboxReplay = new OutboxReplay(config, dataSource, processor, this::keyOfShard);
+    this.purger = new InboxPurger(config, dataSource, processor.inbox(), this::redisFloor);
     this.log = log;
     this.kind = kind;
     this.label = label;
@@ -129,7 +143,7 @@ abstract class AbstractConsumer {
    * Schedules the automatic purge of inbox markers past the dedup window on the housekeeping thread, when the
    * configuration asks for it; a failure is logged and the next run tries again.
    */
-  protected final synchronized void schedulePurge(InboxPurger purger) {
+  protected final synchronized void scheduleInboxPurge() {
     if (housekeeping == null || !config.inboxRetention().automatic()) {
       return;
     }
@@ -279,10 +293,40 @@ abstract class AbstractConsumer {
     }
   }
 
-  /** Replays a range of the outbox through {@code replay}, reporting to this consumer's counters and listener. */
-  protected final ReplayResult replayFromOutbox(OutboxReplay replay, OutboxRange range) {
+  /** The stream or list key that shard {@code shard}'s messages are delivered on. */
+  protected abstract String keyOfShard(int shard);
+
+  /**
+   * The position below which Redis holds nothing of the topic, {ms, seq}, for the inbox purge's rule.
+   *
+   * @throws dev.handoff.consumer.InboxPurgeRefusedException when it cannot be known
+   */
+  protected abstract long[] redisFloor();
+
+  /** See {@link dev.handoff.consumer.StreamConsumer#replayFromOutbox}; reports to the counters and listener. */
+  public final ReplayResult replayFromOutbox(OutboxRange range) {
     java.util.Objects.requireNonNull(range, "range");
-    return replay.run(range, this::emitHandled, soFar -> emit(l -> l.replayProgress(soFar)));
+    return outboxReplay.run(range, this::emitHandled, soFar -> emit(l -> l.replayProgress(soFar)));
+  }
+
+  /** See {@link dev.handoff.consumer.StreamConsumer#processed}. */
+  public final Set<UUID> processed(Collection<UUID> messageIds) {
+    return processor.processed(messageIds);
+  }
+
+  /** See {@link dev.handoff.consumer.StreamConsumer#deadLetters}. */
+  public final List<DeadLetter> deadLetters(int limit) {
+    return processor.listDeadLetters(limit);
+  }
+
+  /** See {@link dev.handoff.consumer.StreamConsumer#purgeInbox(Instant)}. */
+  public final long purgeInbox(Instant processedBefore) {
+    return purger.purgeOrRefuse(processedBefore);
+  }
+
+  /** See {@link dev.handoff.consumer.StreamConsumer#purgeInbox()}. */
+  public final InboxPurgeResult purgeInbox() {
+    return purger.purgeExpired();
   }
 
   /** Calls the listener; a listener that throws must not stop a worker or the housekeeping. */

@@ -2,15 +2,11 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
-import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.InboxPurgeRefusedException;
-import dev.handoff.consumer.InboxPurgeResult;
-import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.PollResult;
-import dev.handoff.consumer.ReplayResult;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.MalformedEntryException;
 import dev.handoff.outbox.StreamFormat;
@@ -20,7 +16,6 @@ import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HexFormat;
@@ -28,9 +23,6 @@ import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.UUID;
-import java.util.Set;
-import java.util.Collection;
 import java.util.Map;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -61,9 +53,6 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
 
   private final DataSource dataSource;
   private final ListQueues redis;
-  private final BatchProcessor processor;
-  private final OutboxReplay outboxReplay;
-  private final InboxPurger purger;
   private final OutboxQueries outbox;
   private final Backoff backoff;
   private final List<String> listKeys = new ArrayList<>();
@@ -73,15 +62,12 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
 
   public DefaultListConsumer(ConsumerConfig config, DataSource dataSource, HostAndPort redisServer,
       JedisClientConfig redisConfig) {
-    super(config, log, "list consumer", "List consumer of group", "");
+    super(config, dataSource, log, "list consumer", "List consumer of group", "");
     this.dataSource = dataSource;
     for (int shard = 0; shard < config.topic().shards(); shard++) {
       listKeys.add(ListFormat.listKey(config.keyPrefix(), config.topic().name(), shard));
     }
     this.redis = new ListQueues(redisServer, redisConfig, config.workers(), config.block(), config.redisPoolWait());
-    this.processor = new BatchProcessor(config, dataSource);
-    this.purger = new InboxPurger(config, dataSource, processor.inbox(), this::redisFloor);
-    this.outboxReplay = new OutboxReplay(config, dataSource, processor, shard -> ListFormat.listKey(config.keyPrefix(), config.topic().name(), shard));
     this.outbox = new OutboxQueries(config.schema());
     this.backoff = new Backoff(config.initialBackoff(), config.maxBackoff());
     this.workers = new Worker[config.workers()];
@@ -119,7 +105,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   public void start() {
     beginStart();
     startHousekeeping(true);
-    schedulePurge(purger);
+    scheduleInboxPurge();
     for (Worker w : workers) {
       Thread t = newWorkerThread(() -> runWorker(w), "handoff-list-consumer-" + config.group() + "-" + w.index);
       w.thread = t;
@@ -221,17 +207,13 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   }
 
   @Override
-  public long purgeInbox(Instant processedBefore) {
-    return purger.purgeOrRefuse(processedBefore);
-  }
-
-  @Override
-  public InboxPurgeResult purgeInbox() {
-    return purger.purgeExpired();
+  protected String keyOfShard(int shard) {
+    return ListFormat.listKey(config.keyPrefix(), config.topic().name(), shard);
   }
 
   /** The lowest ID the topic's lists and processing lists hold. */
-  private long[] redisFloor() {
+  @Override
+  protected long[] redisFloor() {
     long[] floor = {Long.MAX_VALUE, Long.MAX_VALUE};
     for (String list : listKeys) {
       long[] held = redis.lowestHeld(list);
@@ -245,21 +227,6 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
       }
     }
     return floor;
-  }
-
-  @Override
-  public ReplayResult replayFromOutbox(OutboxRange range) {
-    return replayFromOutbox(outboxReplay, range);
-  }
-
-  @Override
-  public Set<UUID> processed(Collection<UUID> messageIds) {
-    return processor.processed(messageIds);
-  }
-
-  @Override
-  public List<DeadLetter> deadLetters(int limit) {
-    return processor.listDeadLetters(limit);
   }
 
   @Override

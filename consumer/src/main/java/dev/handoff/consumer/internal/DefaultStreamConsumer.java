@@ -3,27 +3,20 @@ package dev.handoff.consumer.internal;
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.ConsumerStatus;
-import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.InboxPurgeRefusedException;
-import dev.handoff.consumer.InboxPurgeResult;
-import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.PollResult;
-import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.StartPosition;
 import dev.handoff.consumer.StreamConsumer;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import dev.handoff.outbox.StreamFormat;
-import java.util.UUID;
-import java.util.Collection;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -58,9 +51,6 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
 
   private final DataSource dataSource;
   private final RedisGroups redis;
-  private final BatchProcessor processor;
-  private final OutboxReplay outboxReplay;
-  private final InboxPurger purger;
   private final Backoff backoff;
   private final List<String> streamKeys;
   private final Map<String, Integer> shardOf = new HashMap<>();
@@ -73,7 +63,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
 
   public DefaultStreamConsumer(ConsumerConfig config, DataSource dataSource, HostAndPort redisServer,
       JedisClientConfig redisConfig) {
-    super(config, log, "consumer", "Consumer group",
+    super(config, dataSource, log, "consumer", "Consumer group",
         " (rolled back if not committed, left pending for another consumer to claim)");
     this.dataSource = dataSource;
     this.streamKeys = config.streamKeys();
@@ -82,9 +72,6 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     }
     this.redis = new RedisGroups(redisServer, redisConfig, config.group(), config.workers(), config.block(),
         config.redisPoolWait());
-    this.processor = new BatchProcessor(config, dataSource);
-    this.purger = new InboxPurger(config, dataSource, processor.inbox(), this::redisFloor);
-    this.outboxReplay = new OutboxReplay(config, dataSource, processor, shard -> StreamFormat.streamKey(config.keyPrefix(), config.topic().name(), shard));
     this.backoff = new Backoff(config.initialBackoff(), config.maxBackoff());
     this.reclaim = new ReclaimScan(streamKeys, config.reclaimInterval().toMillis());
     this.workers = new Worker[config.workers()];
@@ -122,7 +109,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
           config.group(), e.toString());
     }
     startLeaseKeeper();
-    schedulePurge(purger);
+    scheduleInboxPurge();
     for (Worker w : workers) {
       newWorkerThread(() -> runWorker(w), "handoff-consumer-" + config.group() + "-" + w.index).start();
     }
@@ -153,21 +140,6 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   @Override
   public int retryAll() {
     return processor.retryAll(this::retry);
-  }
-
-  @Override
-  public ReplayResult replayFromOutbox(OutboxRange range) {
-    return replayFromOutbox(outboxReplay, range);
-  }
-
-  @Override
-  public Set<UUID> processed(Collection<UUID> messageIds) {
-    return processor.processed(messageIds);
-  }
-
-  @Override
-  public List<DeadLetter> deadLetters(int limit) {
-    return processor.listDeadLetters(limit);
   }
 
   @Override
@@ -210,17 +182,13 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   }
 
   @Override
-  public long purgeInbox(Instant processedBefore) {
-    return purger.purgeOrRefuse(processedBefore);
-  }
-
-  @Override
-  public InboxPurgeResult purgeInbox() {
-    return purger.purgeExpired();
+  protected String keyOfShard(int shard) {
+    return StreamFormat.streamKey(config.keyPrefix(), config.topic().name(), shard);
   }
 
   /** The oldest entry the topic's streams retain, or just above the top of an empty one. */
-  private long[] redisFloor() {
+  @Override
+  protected long[] redisFloor() {
     long[] floor = {Long.MAX_VALUE, Long.MAX_VALUE};
     for (String key : streamKeys) {
       if (!redis.exists(key)) {
