@@ -5,21 +5,17 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.StreamMessage;
-import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.Transport;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
-import java.sql.Connection;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
@@ -100,12 +96,12 @@ class InboxRetentionTest {
     String group = "i-" + transport.name().toLowerCase();
     Outbox outbox = Outbox.builder().schema(env.schema()).build();
     try (Relay relay = relay(f.topic, transport).outboxRetention(Duration.ofMillis(1)).build();
-        Side consumer = side(transport, f, group)) {
+        TransportSide consumer = side(transport, f, group)) {
       // old: consumed, then purged from the outbox by the relay's retention
       List<UUID> old = append(outbox, f.topic, 20);
       publishAll(relay);
       drain(consumer);
-      awaitDatabaseClockPast(Duration.ofMillis(5));
+      TransportSide.awaitDatabaseClockPast(env, Duration.ofMillis(5));
       relay.maintainOnce();
       // recent: consumed, still in the outbox
       List<UUID> recent = append(outbox, f.topic, 10);
@@ -156,41 +152,10 @@ class InboxRetentionTest {
 
   // ---------------------------------------------------------------------------------------------------------------
 
-  /** The consumer of one transport, seen through what these tests need. */
-  private interface Side extends AutoCloseable {
-    PollResult pollOnce();
-
-    InboxPurgeResult purgeInbox();
-
-    long purgeInbox(Instant before);
-
-    ReplayResult replayFromOutbox(OutboxRange range);
-
-    @Override
-    void close();
-  }
-
-  private Side side(Transport transport, Fixture f, String group) {
-    if (transport == Transport.STREAM) {
-      StreamConsumer c = f.consumer(group).handler(f.effect(group, null)).build();
-      return new Side() {
-        public PollResult pollOnce() { return c.pollOnce(); }
-        public InboxPurgeResult purgeInbox() { return c.purgeInbox(); }
-        public long purgeInbox(Instant before) { return c.purgeInbox(before); }
-        public ReplayResult replayFromOutbox(OutboxRange r) { return c.replayFromOutbox(r); }
-        public void close() { c.close(); }
-      };
-    }
-    ListConsumer c = ListConsumer.builder(env.dataSource(), f.redisUri).schema(env.schema())
-        .keyPrefix(env.keyPrefix()).topic(f.topic).group(group).handler(f.effect(group, null))
-        .block(Duration.ofMillis(100)).build();
-    return new Side() {
-      public PollResult pollOnce() { return c.pollOnce(); }
-      public InboxPurgeResult purgeInbox() { return c.purgeInbox(); }
-      public long purgeInbox(Instant before) { return c.purgeInbox(before); }
-      public ReplayResult replayFromOutbox(OutboxRange r) { return c.replayFromOutbox(r); }
-      public void close() { c.close(); }
-    };
+  private TransportSide side(Transport transport, Fixture f, String group) {
+    return transport == Transport.STREAM
+        ? TransportSide.of(f.consumer(group).handler(f.effect(group, null)).build())
+        : TransportSide.of(TransportSide.listConsumer(env, f, group).handler(f.effect(group, null)).build());
   }
 
   /** Makes these markers look processed {@link #PAST_THE_WINDOW} ago. */
@@ -211,43 +176,18 @@ class InboxRetentionTest {
   }
 
   private RelayBuilder relay(String topic, Transport transport) {
-    RelayBuilder b = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
-        .topic(TopicConfig.of(topic));
-    return transport == Transport.LIST ? b.listTransport(100_000) : b;
+    return TransportSide.relay(env, topic, transport);
   }
 
   private void publishAll(Relay relay) {
-    for (int i = 0; i < 100 && env.queryLong("SELECT count(*) FROM outbox WHERE published_at IS NULL") > 0; i++) {
-      relay.relayOnce();
-    }
-    assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE published_at IS NULL")).isZero();
+    TransportSide.publishAll(env, relay);
   }
 
-  private static void drain(Side consumer) {
-    for (int i = 0; i < 1_000; i++) {
-      if (consumer.pollOnce().isEmpty()) {
-        return;
-      }
-    }
-    throw new AssertionError("consumer still busy after 1,000 polls");
-  }
-
-  private void awaitDatabaseClockPast(Duration by) {
-    long start = env.queryLong("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint");
-    ConsumerTestKit.await("the database clock to move " + by, Duration.ofSeconds(5), () -> env.queryLong(
-        "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint") >= start + by.toMillis());
+  private static void drain(TransportSide consumer) {
+    TransportSide.drain(consumer);
   }
 
   private List<UUID> append(Outbox outbox, String topic, int n) throws Exception {
-    List<Message> messages = new ArrayList<>();
-    for (int i = 0; i < n; i++) {
-      messages.add(Message.builder(topic, "test.event").key("k" + i).payload("ok").build());
-    }
-    try (Connection tx = env.dataSource().getConnection()) {
-      tx.setAutoCommit(false);
-      List<UUID> ids = outbox.appendAll(tx, messages).stream().map(a -> a.messageId()).toList();
-      tx.commit();
-      return ids;
-    }
+    return TransportSide.append(env, topic, n, i -> "ok").stream().map(a -> a.messageId()).toList();
   }
 }

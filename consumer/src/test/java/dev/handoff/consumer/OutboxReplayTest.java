@@ -3,24 +3,18 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.AppendedMessage;
 import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.Message;
-import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.Transport;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
-import java.sql.Connection;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
@@ -43,26 +37,6 @@ class OutboxReplayTest {
     this.env = env;
   }
 
-  /** The consumer of one transport, seen through what these tests need. */
-  private interface Side extends AutoCloseable {
-    PollResult pollOnce();
-
-    void start();
-
-    ReplayResult replayFromOutbox(OutboxRange range);
-
-    ReplayResult assertReplayChangesNothing(OutboxRange range);
-
-    void awaitDrained(Duration deadline);
-
-    void awaitProcessed(List<UUID> ids, Duration deadline);
-
-    Set<UUID> processed(List<UUID> ids);
-
-    @Override
-    void close();
-  }
-
   @ParameterizedTest
   @EnumSource(Transport.class)
   void aStreamTrimmedToNothingReplaysFromTheOutboxAsDuplicatesOnly(Transport transport) throws Exception {
@@ -70,7 +44,7 @@ class OutboxReplayTest {
     String group = "gone-" + transport.name().toLowerCase();
     List<UUID> ids = ids(append(f.topic, 60, i -> "ok"));
     try (Relay relay = relay(f.topic, transport).build();
-        Side consumer = side(transport, f, group, f.effect(group, null))) {
+        TransportSide consumer = side(transport, f, group, f.effect(group, null))) {
       publishAll(relay);
       drain(consumer);
       relay.maintainOnce(); // trims what the group finished, to the stream's node boundary
@@ -99,7 +73,7 @@ class OutboxReplayTest {
     String group = "fresh-" + transport.name().toLowerCase();
     List<AppendedMessage> appended = append(f.topic, 40, i -> "ok");
     try (Relay relay = relay(f.topic, transport).build();
-        Side fresh = side(transport, f, group, f.effect(group, null))) {
+        TransportSide fresh = side(transport, f, group, f.effect(group, null))) {
       publishAll(relay);
 
       ReplayResult first = fresh.replayFromOutbox(OutboxRange.all());
@@ -148,7 +122,7 @@ class OutboxReplayTest {
       }
       effect.handle(tx, m);
     };
-    try (Relay relay = relay(f.topic, transport).build(); Side consumer = side(transport, f, group, handler)) {
+    try (Relay relay = relay(f.topic, transport).build(); TransportSide consumer = side(transport, f, group, handler)) {
       publishAll(relay);
 
       ReplayResult r = consumer.replayFromOutbox(OutboxRange.all());
@@ -181,8 +155,8 @@ class OutboxReplayTest {
     }
     AtomicLong consumerHandled = new AtomicLong();
     try (Relay relay = relay(f.topic, transport).build();
-        Side live = side(transport, f, group, f.effect(group, null), consumerHandled);
-        Side replayer = side(transport, f, group, f.effect(group, null))) {
+        TransportSide live = side(transport, f, group, f.effect(group, null), consumerHandled);
+        TransportSide replayer = side(transport, f, group, f.effect(group, null))) {
       publishAll(relay);
       live.start();
       CompletableFuture<ReplayResult> replay = CompletableFuture.supplyAsync(
@@ -207,10 +181,10 @@ class OutboxReplayTest {
     String group = "purged-" + transport.name().toLowerCase();
     List<AppendedMessage> old = append(f.topic, 30, i -> "ok");
     try (Relay purging = relay(f.topic, transport).outboxRetention(Duration.ofMillis(1)).build();
-        Side consumer = side(transport, f, group, f.effect(group, null))) {
+        TransportSide consumer = side(transport, f, group, f.effect(group, null))) {
       publishAll(purging);
       drain(consumer);
-      awaitDatabaseClockPast(Duration.ofMillis(5));
+      TransportSide.awaitDatabaseClockPast(env, Duration.ofMillis(5));
       purging.maintainOnce();
       assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE topic = ?", f.topic)).isZero();
 
@@ -297,82 +271,34 @@ class OutboxReplayTest {
 
   // ---------------------------------------------------------------------------------------------------------------
 
-  private Side side(Transport transport, Fixture f, String group, MessageHandler handler) {
+  private TransportSide side(Transport transport, Fixture f, String group, MessageHandler handler) {
     return side(transport, f, group, handler, new AtomicLong());
   }
 
-  private Side side(Transport transport, Fixture f, String group, MessageHandler handler, AtomicLong handled) {
+  private TransportSide side(Transport transport, Fixture f, String group, MessageHandler handler,
+      AtomicLong handled) {
     ConsumerListener counting = new ConsumerListener() {
       @Override
       public void handled(InboundMessage message) {
         handled.incrementAndGet();
       }
     };
-    if (transport == Transport.STREAM) {
-      StreamConsumer c = f.consumer(group).handler(handler).batchSize(100).listener(counting).build();
-      return new Side() {
-        public PollResult pollOnce() { return c.pollOnce(); }
-        public void start() { c.start(); }
-        public ReplayResult replayFromOutbox(OutboxRange r) { return c.replayFromOutbox(r); }
-        public ReplayResult assertReplayChangesNothing(OutboxRange r) {
-          return ConsumerTestKit.assertReplayChangesNothing(c, r);
-        }
-        public void awaitDrained(Duration d) { ConsumerTestKit.awaitDrained(c, d); }
-        public void awaitProcessed(List<UUID> ids, Duration d) { ConsumerTestKit.awaitProcessed(c, ids, d); }
-        public Set<UUID> processed(List<UUID> ids) { return c.processed(ids); }
-        public void close() { c.close(); }
-      };
-    }
-    ListConsumer c = ListConsumer.builder(env.dataSource(), f.redisUri)
-        .schema(env.schema())
-        .keyPrefix(env.keyPrefix())
-        .topic(f.topic)
-        .group(group)
-        .handler(handler)
-        .batchSize(100)
-        .block(Duration.ofMillis(100))
-        .heartbeatTtl(Duration.ofSeconds(5))
-        .heartbeatInterval(Duration.ofMillis(500))
-        .listener(counting)
-        .build();
-    return new Side() {
-      public PollResult pollOnce() { return c.pollOnce(); }
-      public void start() { c.start(); }
-      public ReplayResult replayFromOutbox(OutboxRange r) { return c.replayFromOutbox(r); }
-      public ReplayResult assertReplayChangesNothing(OutboxRange r) {
-        return ConsumerTestKit.assertReplayChangesNothing(c, r);
-      }
-      public void awaitDrained(Duration d) { ConsumerTestKit.awaitDrained(c, d); }
-      public void awaitProcessed(List<UUID> ids, Duration d) { ConsumerTestKit.awaitProcessed(c, ids, d); }
-      public Set<UUID> processed(List<UUID> ids) { return c.processed(ids); }
-      public void close() { c.close(); }
-    };
+    return transport == Transport.STREAM
+        ? TransportSide.of(f.consumer(group).handler(handler).batchSize(100).listener(counting).build())
+        : TransportSide.of(TransportSide.listConsumer(env, f, group).handler(handler).batchSize(100)
+            .listener(counting).build());
   }
 
   private RelayBuilder relay(String topic, Transport transport) {
-    RelayBuilder b = Relay.builder(env.dataSource(), env.redis())
-        .schema(env.schema())
-        .keyPrefix(env.keyPrefix())
-        .topic(TopicConfig.of(topic));
-    return transport == Transport.LIST ? b.listTransport(100_000) : b;
+    return TransportSide.relay(env, topic, transport);
   }
 
-  /** Relays until nothing of the outbox is left unpublished. */
   private void publishAll(Relay relay) {
-    for (int i = 0; i < 1_000 && env.queryLong("SELECT count(*) FROM outbox WHERE published_at IS NULL") > 0; i++) {
-      relay.relayOnce();
-    }
-    assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE published_at IS NULL")).isZero();
+    TransportSide.publishAll(env, relay);
   }
 
-  /** Polls a consumer that was not started until a poll finds nothing. */
-  private static void drain(Side consumer) {
-    for (int i = 0; i < 1_000; i++) {
-      if (consumer.pollOnce().isEmpty()) {
-        return;
-      }
-    }
-    throw new AssertionError("consumer still busy after 1,000 polls");
+  private static void drain(TransportSide consumer) {
+    TransportSide.drain(consumer);
   }
 
   private long retained(Fixture f, Transport transport) {
@@ -380,26 +306,8 @@ class OutboxReplayTest {
         : env.redis().llen(ListFormat.listKey(env.keyPrefix(), f.topic, 0));
   }
 
-  /** Waits until the database clock has moved {@code by} past now, so rows published before are older than it. */
-  private void awaitDatabaseClockPast(Duration by) {
-    long start = env.queryLong("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint");
-    ConsumerTestKit.await("the database clock to move " + by, Duration.ofSeconds(5), () -> env.queryLong(
-        "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint") >= start + by.toMillis());
-  }
-
-  /** Appends {@code n} rows with keys k0..k(n-1) in one transaction, in order. */
   private List<AppendedMessage> append(String topic, int n, IntFunction<String> payload) throws Exception {
-    Outbox outbox = Outbox.builder().schema(env.schema()).build();
-    List<Message> messages = new ArrayList<>(n);
-    for (int i = 0; i < n; i++) {
-      messages.add(Message.builder(topic, "test.event").key("k" + i).payload(payload.apply(i)).build());
-    }
-    try (Connection tx = env.dataSource().getConnection()) {
-      tx.setAutoCommit(false);
-      List<AppendedMessage> out = outbox.appendAll(tx, messages);
-      tx.commit();
-      return out;
-    }
+    return TransportSide.append(env, topic, n, payload);
   }
 
   private static List<UUID> ids(List<AppendedMessage> appended) {
