@@ -17,7 +17,8 @@ import java.util.List;
  * @param streams one entry per stream the relay owned when the run started and still owned while trimming it
  * @param purged published rows deleted by this run
  * @param rowsPastRetention published rows past the retention still in the outbox after the run (purge lag): 0 when
- *     the purge caught up; otherwise counted up to 100,000 ({@code rowsPastRetentionExact} false beyond)
+ *     the purge caught up; otherwise counted among the next 100,000 rows from where the purge stopped
+ *     ({@code rowsPastRetentionExact} false when there were more rows than that to look at)
  * @param rowsPastRetentionExact whether {@code rowsPastRetention} is exact rather than a lower bound
  * @param oldestPastRetention how long ago the oldest of those rows was published, or {@link Duration#ZERO}
  */

@@ -32,7 +32,8 @@ final class OutboxQueries {
   private final String markPublished;
   private final String unassign;
   private final String republish;
-  private final String purge;
+  private final String purgeRange;
+  private final String firstIdFrom;
   private final String purgeLag;
   private final String outboxTable;
   private volatile boolean planEachTime = true;
@@ -75,19 +76,26 @@ final class OutboxQueries {
         + " UPDATE " + outbox + " o SET published_at = NULL FROM lease"
         + " WHERE o.topic = ? AND o.shard = ? AND o.published_at IS NOT NULL"
         + " AND (o.stream_ms, o.stream_seq) >= (lease.watermark_ms, lease.watermark_seq)";
-    // The deletion and its record in the purge log are one statement, so no crash can separate them.
-    purge = "WITH gone AS (DELETE FROM " + outbox + " WHERE id IN ("
-        + " SELECT id FROM " + outbox
-        + " WHERE published_at < clock_timestamp() - make_interval(secs => ?) AND topic = ANY(?)"
-        + " ORDER BY id LIMIT ?) RETURNING topic, id, created_at)"
-        + " INSERT INTO " + schema + ".outbox_purged (topic, first_id, last_id, first_created_at, last_created_at, rows)"
-        + " SELECT topic, min(id), max(id), min(created_at), max(created_at), count(*) FROM gone GROUP BY topic"
-        + " RETURNING rows";
-    // Bounded, and walks the primary key from the oldest row, where rows past retention are.
-    purgeLag = "SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(published_at)) * 1000, 0)"
-        + " FROM (SELECT published_at FROM " + outbox
-        + " WHERE published_at < clock_timestamp() - make_interval(secs => ?) AND topic = ANY(?) ORDER BY id"
-        + " LIMIT ?) p";
+    // One bounded range of the primary key per statement: the rows of [from, to) of the relay's topics, the ones
+    // published before the cut deleted and recorded in the purge log in the same statement (no crash can separate
+    // the two). A walk along id ranges stays bounded whatever the table holds; a statement that looked for rows
+    // past retention with a filter and a LIMIT would read the whole table each time fewer than LIMIT were left.
+    String cut = "clock_timestamp() - make_interval(secs => ?)";
+    purgeRange = "WITH r AS (SELECT id, created_at, published_at FROM " + outbox
+        + " WHERE id >= ? AND id < ? AND topic = ANY(?)),"
+        + " gone AS (DELETE FROM " + outbox + " o WHERE o.id IN (SELECT id FROM r WHERE published_at < " + cut + ")"
+        + " RETURNING o.topic, o.id, o.created_at),"
+        + " logged AS (INSERT INTO " + schema + ".outbox_purged (topic, first_id, last_id, first_created_at,"
+        + " last_created_at, rows) SELECT topic, min(id), max(id), min(created_at), max(created_at), count(*)"
+        + " FROM gone GROUP BY topic RETURNING rows)"
+        + " SELECT (SELECT coalesce(sum(rows), 0) FROM logged), (SELECT count(*) FROM r),"
+        + " (SELECT count(*) FROM r WHERE created_at < " + cut + ")";
+    firstIdFrom = "SELECT id FROM " + outbox + " WHERE id >= ? AND topic = ANY(?) ORDER BY id LIMIT 1";
+    // Bounded: the next rows from where the purge stopped, which is where rows past retention wait.
+    purgeLag = "SELECT count(*) FILTER (WHERE published_at < " + cut + "),"
+        + " coalesce(extract(epoch FROM clock_timestamp() - min(published_at) FILTER (WHERE published_at < " + cut
+        + ")) * 1000, 0), count(*) FROM (SELECT published_at FROM " + outbox
+        + " WHERE id >= ? AND topic = ANY(?) ORDER BY id LIMIT ?) p";
   }
 
   /**
@@ -101,6 +109,11 @@ final class OutboxQueries {
   private static String unpublishedRow(String outbox) {
     return "SELECT i.ctid AS tid FROM " + outbox + " i WHERE i.topic = ? AND i.shard = ? AND i.id = u.id"
         + " AND i.published_at IS NULL LIMIT 1";
+  }
+
+  /** The statement {@link #purgeRange} runs; its plan is checked by a test. */
+  String purgeRangeSql() {
+    return purgeRange;
   }
 
   /** The statement {@link #markPublished} runs; its plan is checked by a test. */
@@ -252,33 +265,56 @@ final class OutboxQueries {
     }
   }
 
-  int purge(Connection c, Duration retention, String[] topics, int limit) throws SQLException {
-    try (PreparedStatement ps = prepare(c, purge)) {
-      ps.setDouble(1, retention.toMillis() / 1000.0);
-      ps.setArray(2, c.createArrayOf("text", topics));
-      ps.setInt(3, limit);
-      int deleted = 0;
+  /**
+   * What one purge statement did over an id range: rows deleted, rows of the relay's topics it found there, and how
+   * many of those were appended before the cut (the walk goes on while a range holds such rows).
+   */
+  record PurgedRange(int deleted, long rows, long appendedBeforeCut) {}
+
+  /** Deletes the rows of {@code [fromId, toId)} of {@code topics} published before {@code retention} ago. */
+  PurgedRange purgeRange(Connection c, Duration retention, String[] topics, long fromId, long toId)
+      throws SQLException {
+    try (PreparedStatement ps = prepare(c, purgeRange)) {
+      double secs = retention.toMillis() / 1000.0;
+      ps.setLong(1, fromId);
+      ps.setLong(2, toId);
+      ps.setArray(3, c.createArrayOf("text", topics));
+      ps.setDouble(4, secs);
+      ps.setDouble(5, secs);
       try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          deleted += rs.getInt(1);
-        }
+        rs.next();
+        return new PurgedRange(rs.getInt(1), rs.getLong(2), rs.getLong(3));
       }
-      return deleted;
+    }
+  }
+
+  /** The lowest id at or above {@code fromId} of a row of {@code topics}, or -1 when there is none. */
+  long firstIdFrom(Connection c, String[] topics, long fromId) throws SQLException {
+    try (PreparedStatement ps = prepare(c, firstIdFrom)) {
+      ps.setLong(1, fromId);
+      ps.setArray(2, c.createArrayOf("text", topics));
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getLong(1) : -1;
+      }
     }
   }
 
   /**
-   * Published rows past {@code retention} still in the outbox, counted up to {@code limit}, and how long ago the
-   * oldest of them was published (ms): {count, age}.
+   * Among the next {@code limit} rows of {@code topics} from {@code fromId}: how many were published before
+   * {@code retention} ago, how long ago the oldest of them was published (ms), and how many rows were looked at
+   * (fewer than {@code limit}: the count covers every row from {@code fromId} on).
    */
-  long[] purgeLag(Connection c, Duration retention, String[] topics, int limit) throws SQLException {
+  long[] purgeLag(Connection c, Duration retention, String[] topics, long fromId, int limit) throws SQLException {
     try (PreparedStatement ps = prepare(c, purgeLag)) {
-      ps.setDouble(1, retention.toMillis() / 1000.0);
-      ps.setArray(2, c.createArrayOf("text", topics));
-      ps.setInt(3, limit);
+      double secs = retention.toMillis() / 1000.0;
+      ps.setDouble(1, secs);
+      ps.setDouble(2, secs);
+      ps.setLong(3, fromId);
+      ps.setArray(4, c.createArrayOf("text", topics));
+      ps.setInt(5, limit);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
-        return new long[] {rs.getLong(1), (long) rs.getDouble(2)};
+        return new long[] {rs.getLong(1), (long) rs.getDouble(2), rs.getLong(3)};
       }
     }
   }

@@ -40,7 +40,7 @@ final class RelayMaintenance {
   static final long SLICE_NANOS = 50_000_000L;
   /** The longest the trims right after a publish cycle may take together. */
   private static final long PUBLISH_TRIM_NANOS = 20_000_000L;
-  /** Rows past retention counted at most, for the purge lag of a run that ran out of budget. */
+  /** Rows looked at, at most, for the purge lag of a run that ran out of budget. */
   private static final int LAG_COUNT_LIMIT = 100_000;
 
   private final RelayConfig config;
@@ -74,6 +74,8 @@ final class RelayMaintenance {
     final List<RetentionReport.StreamRetention> trimmed = new ArrayList<>();
     long evictedOfCurrent;
     long purged;
+    /** Where the purge's walk along the primary key goes on; -1 before it found its first row. */
+    long purgeFrom = -1;
     boolean purgeDone;
     boolean caughtUp = true;
 
@@ -147,9 +149,7 @@ final class RelayMaintenance {
         r.caughtUp = false;
         break;
       }
-      int n = outbox.purge(c, config.outboxRetention(), topicNames, config.retentionBatchSize());
-      r.purged += n;
-      r.purgeDone = n < config.retentionBatchSize();
+      purgeStep(c, r);
       if (!r.purgeDone && System.nanoTime() >= sliceEnd && System.nanoTime() < r.deadlineNanos) {
         return null;
       }
@@ -157,12 +157,44 @@ final class RelayMaintenance {
     return finish(c, r);
   }
 
+  /**
+   * One bounded purge statement: walks the primary key from the oldest row of the relay's topics, one id range of
+   * {@code retentionBatchSize} at a time, deleting what was published before the retention cut. The walk ends at the
+   * first range that holds rows but nothing to delete and nothing appended before the cut (the young rows start
+   * there), or at the end of the table. A row that stays (unpublished, or published late) is looked at again by the
+   * next run, which starts from the oldest row again: keeping a row longer than the retention is safe, deleting one
+   * early would not be.
+   */
+  private void purgeStep(Connection c, Run r) throws SQLException {
+    if (r.purgeFrom < 0) {
+      r.purgeFrom = outbox.firstIdFrom(c, topicNames, Long.MIN_VALUE);
+      if (r.purgeFrom < 0) {
+        r.purgeDone = true;
+        return;
+      }
+    }
+    long to = r.purgeFrom + config.retentionBatchSize();
+    OutboxQueries.PurgedRange range = outbox.purgeRange(c, config.outboxRetention(), topicNames, r.purgeFrom, to);
+    r.purged += range.deleted();
+    if (range.rows() == 0) {
+      r.purgeFrom = outbox.firstIdFrom(c, topicNames, to); // a gap: jump to the next row
+      r.purgeDone = r.purgeFrom < 0;
+    } else if (range.deleted() == 0 && range.appendedBeforeCut() == 0) {
+      r.purgeDone = true;
+    } else {
+      r.purgeFrom = to;
+    }
+  }
+
   private RetentionReport finish(Connection c, Run r) throws SQLException {
-    long[] lag = r.purgeDone ? new long[] {0, 0}
-        : outbox.purgeLag(c, config.outboxRetention(), topicNames, LAG_COUNT_LIMIT);
+    long[] lag = {0, 0, 0};
+    if (!r.purgeDone) {
+      lag = outbox.purgeLag(c, config.outboxRetention(), topicNames, r.purgeFrom, LAG_COUNT_LIMIT);
+    }
     long took = System.nanoTime() - r.startNanos;
     RetentionReport report = new RetentionReport(config.clock().instant(), Duration.ofNanos(took),
-        r.caughtUp && r.purgeDone, r.trimmed, r.purged, lag[0], lag[0] < LAG_COUNT_LIMIT, Duration.ofMillis(lag[1]));
+        r.caughtUp && r.purgeDone, r.trimmed, r.purged, lag[0], lag[2] < LAG_COUNT_LIMIT,
+        Duration.ofMillis(lag[1]));
     run = null;
     // On schedule from the run's start; a run that took longer than the interval is followed by the next at once.
     nextRunNanos = r.startNanos + config.maintenanceInterval().toNanos();

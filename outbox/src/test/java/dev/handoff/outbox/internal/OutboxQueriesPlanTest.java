@@ -61,6 +61,27 @@ class OutboxQueriesPlanTest {
   }
 
   @Test
+  void aPurgeStatementReadsOneRangeOfThePrimaryKeyWhateverTheTableHolds() throws SQLException {
+    // 20,000 published rows, none past retention: a statement that searched for rows past retention with a filter
+    // and a LIMIT would read all of them each time, and a maintenance run ends with such a statement.
+    env.execute("INSERT INTO outbox (message_id, topic, shard, type, payload, stream_ms, stream_seq, published_at)"
+            + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00', 1, i, now()"
+            + " FROM generate_series(1, 20000) i",
+        "VACUUM ANALYZE outbox");
+    String purge = new OutboxQueries(env.schema()).purgeRangeSql();
+    String arguments = "1, 1001, '{payments}', 604800, 604800";
+
+    for (boolean generic : new boolean[] {true, false}) {
+      String plan = plan(purge, arguments, generic);
+      assertThat(plan).as(plan).doesNotContain("Seq Scan on outbox")
+          .containsPattern("Index Scan using outbox_pkey on outbox[^\\n]*\\n\\s*Index Cond: \\(\\(id >= ");
+    }
+    String old = plan("SELECT id FROM outbox WHERE published_at < clock_timestamp() - make_interval(secs => ?)"
+        + " AND topic = ANY(?) ORDER BY id LIMIT ?", "604800, '{payments}', 1000", false);
+    assertThat(old).as("the hazard this guards against: no bound on the rows read").doesNotContain("Index Cond");
+  }
+
+  @Test
   void statementsArePlannedEachTimeUntilStatisticsDescribeATableOfSomeSize() throws SQLException {
     OutboxQueries queries = new OutboxQueries(env.schema());
     try (Connection c = env.dataSource().getConnection()) {

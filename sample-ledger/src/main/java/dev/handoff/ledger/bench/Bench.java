@@ -65,10 +65,14 @@ public final class Bench {
   /** Settled payments each schema of the benchmark starts with; see {@link #seedHistory}. */
   static final int HISTORY = 20_000;
 
-  /** What the benchmark runs with. {@code rate 0} is flat out. */
+  /**
+   * What the benchmark runs with. {@code rate 0} is flat out. {@code outboxRetention} and {@code maintenanceInterval}
+   * are the end-to-end relays' (a short retention keeps the outbox purge deleting at the append rate, to measure
+   * what it costs).
+   */
   public record Config(List<Double> rates, Duration duration, int producers, int producerBatch, int shards,
       int workers, int batch, int payments, long retained, boolean overload, double overloadRate, String schema,
-      String keyPrefix, boolean keep) {
+      String keyPrefix, boolean keep, Duration outboxRetention, Duration maintenanceInterval) {
 
     public Config {
       rates = List.copyOf(rates);
@@ -889,6 +893,8 @@ public final class Bench {
         .keyPrefix(prefix)
         .topic(config.topic())
         .owner(owner)
+        .outboxRetention(config.outboxRetention())
+        .maintenanceInterval(config.maintenanceInterval())
         .build();
   }
 

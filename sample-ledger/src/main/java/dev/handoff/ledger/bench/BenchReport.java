@@ -56,6 +56,8 @@ public final class BenchReport {
       row(md, "servers", e.servers() + "; everything on this machine, sharing its cores");
       row(md, "producers", c.producers() + " thread(s), " + c.producerBatch() + " payment(s) per transaction");
       row(md, "topic", c.shards() + " shards, one relay");
+      row(md, "relay retention", "outbox retention " + c.outboxRetention() + ", maintenance every "
+          + c.maintenanceInterval());
       row(md, "consumer", c.workers() + " worker(s), batch " + c.batch() + ", batch handler (`Ledger.charge`)");
       row(md, "duration", c.duration().toSeconds() + " s per end-to-end run");
       row(md, "component backlog", String.format("%,d payments", c.payments()));

@@ -67,6 +67,15 @@ final class BenchCommand implements Callable<Integer> {
       description = "producer rate of the overload run; consumers get a tenth (${DEFAULT-VALUE})")
   double overloadRate;
 
+  @Option(names = "--outbox-retention", defaultValue = "7d",
+      description = "the end-to-end relays' outbox retention: 7d, 2m, 1ms (${DEFAULT-VALUE}); a short one keeps the"
+          + " purge deleting at the append rate")
+  String outboxRetention;
+
+  @Option(names = "--maintenance-interval", defaultValue = "30s",
+      description = "the end-to-end relays' maintenance interval (${DEFAULT-VALUE})")
+  String maintenanceInterval;
+
   @Option(names = "--soak", description = "instead: a soak at the fixed --rate for this long (10m, PT10M), with"
       + " retention shortened so that every retention path runs inside it; samples every place work is kept and"
       + " ends with whether each is flat over the second half")
@@ -144,7 +153,9 @@ final class BenchCommand implements Callable<Integer> {
             schema, keyPrefix);
       } else {
         config = new Bench.Config(rates, parseDuration(duration, "--duration"), producers, producerBatch, shards,
-            workers, batch, payments, retained, overload, overloadRate, schema, keyPrefix, keep);
+            workers, batch, payments, retained, overload, overloadRate, schema, keyPrefix, keep,
+            parseDuration(outboxRetention, "--outbox-retention"),
+            parseDuration(maintenanceInterval, "--maintenance-interval"));
       }
     } catch (IllegalArgumentException e) {
       throw new LedgerException(e.getMessage());
@@ -210,6 +221,9 @@ final class BenchCommand implements Callable<Integer> {
       }
       if (v.endsWith("s")) {
         return Duration.ofMillis((long) (Double.parseDouble(v.substring(0, v.length() - 1)) * 1000));
+      }
+      if (v.endsWith("d")) {
+        return Duration.ofMillis((long) (Double.parseDouble(v.substring(0, v.length() - 1)) * 86_400_000));
       }
       if (v.endsWith("m")) {
         return Duration.ofMillis((long) (Double.parseDouble(v.substring(0, v.length() - 1)) * 60_000));
