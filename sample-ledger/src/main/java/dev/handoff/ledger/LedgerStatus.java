@@ -6,6 +6,7 @@ import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.migrations.SchemaNames;
 import dev.handoff.outbox.ListFormat;
+import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.Transport;
 import java.sql.Connection;
@@ -65,7 +66,7 @@ public final class LedgerStatus {
    * @param lists the list side, or {@code null} when it is not shown
    */
   public record Snapshot(String schema, String keyPrefix, Instant at, List<Shard> shards, List<Group> groups,
-      boolean streams, Lists lists) {}
+      boolean streams, Lists lists, RetentionStatus retention) {}
 
   /** Reads the status of the payments topic on the streams. */
   public static Snapshot collect(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer,
@@ -104,6 +105,14 @@ public final class LedgerStatus {
    */
   public static Snapshot collect(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer,
       JedisClientConfig redisConfig, String schema, String keyPrefix, Transport transport, String listGroup) {
+    return collect(dataSource, redis, redisServer, redisConfig, schema, keyPrefix, transport, listGroup,
+        RelayBuilder.DEFAULT_OUTBOX_RETENTION);
+  }
+
+  /** As above, with the purge lag measured against the relays' {@code outboxRetention}. */
+  public static Snapshot collect(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer,
+      JedisClientConfig redisConfig, String schema, String keyPrefix, Transport transport, String listGroup,
+      Duration outboxRetention) {
     String s = SchemaNames.requireValid(schema);
     boolean showLists = transport == Transport.LIST || transport == null && listKeysExist(redis, keyPrefix);
     boolean showStreams = transport == Transport.STREAM
@@ -203,7 +212,9 @@ public final class LedgerStatus {
         long[] counters = counters(c, s, listGroup);
         lists = new Lists(status, counters[0], counters[1], counters[2], counters != NO_COUNTERS);
       }
-      return new Snapshot(schema, keyPrefix, now, shards, groups, showStreams, lists);
+      RetentionStatus retention = RetentionStatus.read(c, s, redis, keyPrefix, PaymentEvents.SHARDS,
+          outboxRetention, showStreams);
+      return new Snapshot(schema, keyPrefix, now, shards, groups, showStreams, lists, retention);
     } catch (SQLException e) {
       throw new LedgerException("could not read the status: " + e.getMessage(), e);
     }
@@ -249,6 +260,7 @@ public final class LedgerStatus {
       shards.add(x);
     }
     m.put("shards", shards);
+    m.put("retention", snap.retention().toMap());
     List<Object> groups = new ArrayList<>();
     for (Group g : snap.groups()) {
       Map<String, Object> x = new LinkedHashMap<>();
@@ -338,6 +350,7 @@ public final class LedgerStatus {
         out.add(String.format("%-5d %,12d %12s  %-36s %6d", s.shard(), s.outboxDepth(), age(s.oldestUnpublished()),
             lease(s), s.leaseEpoch()));
       }
+      out.addAll(snap.retention().lines(Map.of()));
       listLines(snap.lists(), out);
       return out;
     }
@@ -348,6 +361,9 @@ public final class LedgerStatus {
           age(s.oldestUnpublished()), lease(s), s.leaseEpoch(), s.streamLength(), entry(s.firstEntryId(), snap.at()),
           entry(s.lastEntryId(), snap.at())));
     }
+    Map<Integer, Long> lengths = new LinkedHashMap<>();
+    snap.shards().forEach(x -> lengths.put(x.shard(), x.streamLength()));
+    out.addAll(snap.retention().lines(lengths));
     if (snap.groups().isEmpty()) {
       out.add("");
       out.add("no consumer groups yet");

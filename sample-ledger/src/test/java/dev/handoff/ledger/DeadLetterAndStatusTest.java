@@ -50,6 +50,19 @@ class DeadLetterAndStatusTest {
     assertThat(status.exit()).as(status.err()).isZero();
     assertThat(status.out()).contains("\"group\":\"ledger\",\"backlog\":" + (20 - handedOut) + ",\"pending\":"
         + handedOut + ",");
+    // and who holds each stream's history back: on shard 0 the entries handed out and not finished, from the first
+    String firstOfShard0 = env.redis().xrange(StreamFormat.streamKey(env.keyPrefix(), PaymentEvents.TOPIC, 0), "-",
+        "+", 1).get(0).getID().toString();
+    assertThat(status.out()).contains("\"held_by\":{\"0\":{\"group\":\"ledger\",\"from\":\"" + firstOfShard0
+        + "\"},\"1\":{\"group\":\"ledger\",\"from\":\"0-0\"}");
+    // and the purge lag against the relays' retention: every published row is past a retention of 1 ms
+    ConsumerTestKit.await("the database clock to pass the rows' publication", Duration.ofSeconds(5), () ->
+        env.queryLong("SELECT count(*) FROM outbox WHERE published_at > clock_timestamp() - interval '5 ms'") == 0);
+    LedgerTestSupport.Run lag = t.cli("status", "--json", "--outbox-retention", "1ms");
+    assertThat(lag.out()).contains("\"rows_past_retention\":20,\"rows_past_retention_exact\":true,");
+    LedgerTestSupport.Run lagText = t.cli("status", "--outbox-retention", "1ms");
+    assertThat(lagText.out()).contains("outbox retention 0.001s: 20 published row(s) past it still in the outbox")
+        .contains("shard 0: the stream's", "held from " + firstOfShard0 + " on by group ledger");
 
     // when: the ledger drains the group (the stuck entries are claimed after minIdle)
     ConsumerTestKit.drain(ledger.consumer(), Duration.ofSeconds(30));

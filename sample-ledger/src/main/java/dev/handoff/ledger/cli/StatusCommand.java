@@ -38,6 +38,11 @@ final class StatusCommand implements Callable<Integer> {
       description = "on lists: the consumer group whose dead letters and counters are shown (${DEFAULT-VALUE})")
   String group;
 
+  @Option(names = "--outbox-retention", defaultValue = "${env:HANDOFF_OUTBOX_RETENTION:-7d}",
+      description = "the relays' outbox retention, for the purge lag: 7d, 12h, 30m (env HANDOFF_OUTBOX_RETENTION;"
+          + " default 7d)")
+  String outboxRetention;
+
   @Spec
   CommandSpec spec;
 
@@ -51,7 +56,7 @@ final class StatusCommand implements Callable<Integer> {
         RedisClient redis = connection.redis(2)) {
       ConnectionOptions.RedisTarget target = connection.redisTarget();
       LedgerStatus.Snapshot snap = LedgerStatus.collect(db, redis, target.server(), target.config(), schema,
-          keyPrefix, t, group);
+          keyPrefix, t, group, BenchCommand.parseDuration(outboxRetention, "--outbox-retention"));
       PrintWriter out = spec.commandLine().getOut();
       if (json) {
         out.println(Json.write(LedgerStatus.toMap(snap)));
