@@ -7,7 +7,6 @@ import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.StreamMessage;
 import dev.handoff.outbox.Transport;
@@ -95,18 +94,19 @@ class InboxRetentionTest {
     Fixture f = new Fixture(env, "interlock-" + transport.name().toLowerCase());
     String group = "i-" + transport.name().toLowerCase();
     Outbox outbox = Outbox.builder().schema(env.schema()).build();
-    try (Relay relay = relay(f.topic, transport).outboxRetention(Duration.ofMillis(1)).build();
+    try (Relay relay = TransportSide.relay(env, f.topic, transport).outboxRetention(Duration.ofMillis(1))
+            .build();
         TransportSide consumer = side(transport, f, group)) {
       // old: consumed, then purged from the outbox by the relay's retention
       List<UUID> old = append(outbox, f.topic, 20);
-      publishAll(relay);
-      drain(consumer);
+      TransportSide.publishAll(env, relay);
+      TransportSide.drain(consumer);
       TransportSide.awaitDatabaseClockPast(env, Duration.ofMillis(5));
       relay.maintainOnce();
       // recent: consumed, still in the outbox
       List<UUID> recent = append(outbox, f.topic, 10);
-      publishAll(relay);
-      drain(consumer);
+      TransportSide.publishAll(env, relay);
+      TransportSide.drain(consumer);
       emptyRedis(f, transport);
       age(group, old);
       age(group, recent); // past the window too, as if the outbox purge had fallen behind
@@ -173,18 +173,6 @@ class InboxRetentionTest {
     } else {
       assertThat(env.redis().llen(ListFormat.listKey(env.keyPrefix(), f.topic, 0))).isZero();
     }
-  }
-
-  private RelayBuilder relay(String topic, Transport transport) {
-    return TransportSide.relay(env, topic, transport);
-  }
-
-  private void publishAll(Relay relay) {
-    TransportSide.publishAll(env, relay);
-  }
-
-  private static void drain(TransportSide consumer) {
-    TransportSide.drain(consumer);
   }
 
   private List<UUID> append(Outbox outbox, String topic, int n) throws Exception {

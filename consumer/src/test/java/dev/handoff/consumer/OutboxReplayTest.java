@@ -6,7 +6,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.handoff.outbox.AppendedMessage;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.Transport;
 import dev.handoff.testing.HandoffTest;
@@ -43,10 +42,10 @@ class OutboxReplayTest {
     Fixture f = new Fixture(env, "gone-" + transport.name().toLowerCase());
     String group = "gone-" + transport.name().toLowerCase();
     List<UUID> ids = ids(append(f.topic, 60, i -> "ok"));
-    try (Relay relay = relay(f.topic, transport).build();
+    try (Relay relay = TransportSide.relay(env, f.topic, transport).build();
         TransportSide consumer = side(transport, f, group, f.effect(group, null))) {
-      publishAll(relay);
-      drain(consumer);
+      TransportSide.publishAll(env, relay);
+      TransportSide.drain(consumer);
       relay.maintainOnce(); // trims what the group finished, to the stream's node boundary
       if (transport == Transport.STREAM) {
         env.redis().xtrim(StreamFormat.streamKey(env.keyPrefix(), f.topic, 0), 0, false); // and the rest
@@ -72,9 +71,9 @@ class OutboxReplayTest {
     Fixture f = new Fixture(env, "fresh-" + transport.name().toLowerCase());
     String group = "fresh-" + transport.name().toLowerCase();
     List<AppendedMessage> appended = append(f.topic, 40, i -> "ok");
-    try (Relay relay = relay(f.topic, transport).build();
+    try (Relay relay = TransportSide.relay(env, f.topic, transport).build();
         TransportSide fresh = side(transport, f, group, f.effect(group, null))) {
-      publishAll(relay);
+      TransportSide.publishAll(env, relay);
 
       ReplayResult first = fresh.replayFromOutbox(OutboxRange.all());
       ReplayResult second = fresh.replayFromOutbox(OutboxRange.all());
@@ -122,8 +121,9 @@ class OutboxReplayTest {
       }
       effect.handle(tx, m);
     };
-    try (Relay relay = relay(f.topic, transport).build(); TransportSide consumer = side(transport, f, group, handler)) {
-      publishAll(relay);
+    try (Relay relay = TransportSide.relay(env, f.topic, transport).build();
+        TransportSide consumer = side(transport, f, group, handler)) {
+      TransportSide.publishAll(env, relay);
 
       ReplayResult r = consumer.replayFromOutbox(OutboxRange.all());
 
@@ -154,10 +154,10 @@ class OutboxReplayTest {
       ids.addAll(ids(append(f.topic, n / 3, j -> "ok")));
     }
     AtomicLong consumerHandled = new AtomicLong();
-    try (Relay relay = relay(f.topic, transport).build();
+    try (Relay relay = TransportSide.relay(env, f.topic, transport).build();
         TransportSide live = side(transport, f, group, f.effect(group, null), consumerHandled);
         TransportSide replayer = side(transport, f, group, f.effect(group, null))) {
-      publishAll(relay);
+      TransportSide.publishAll(env, relay);
       live.start();
       CompletableFuture<ReplayResult> replay = CompletableFuture.supplyAsync(
           () -> replayer.replayFromOutbox(OutboxRange.all()));
@@ -180,17 +180,18 @@ class OutboxReplayTest {
     Fixture f = new Fixture(env, "purged-" + transport.name().toLowerCase());
     String group = "purged-" + transport.name().toLowerCase();
     List<AppendedMessage> old = append(f.topic, 30, i -> "ok");
-    try (Relay purging = relay(f.topic, transport).outboxRetention(Duration.ofMillis(1)).build();
+    try (Relay purging = TransportSide.relay(env, f.topic, transport).outboxRetention(Duration.ofMillis(1))
+            .build();
         TransportSide consumer = side(transport, f, group, f.effect(group, null))) {
-      publishAll(purging);
-      drain(consumer);
+      TransportSide.publishAll(env, purging);
+      TransportSide.drain(consumer);
       TransportSide.awaitDatabaseClockPast(env, Duration.ofMillis(5));
       purging.maintainOnce();
       assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE topic = ?", f.topic)).isZero();
 
       List<AppendedMessage> recent = append(f.topic, 10, i -> "ok");
-      publishAll(purging);
-      drain(consumer);
+      TransportSide.publishAll(env, purging);
+      TransportSide.drain(consumer);
 
       ReplayResult all = consumer.replayFromOutbox(OutboxRange.all());
       assertThat(all.offered()).isEqualTo(10);
@@ -287,18 +288,6 @@ class OutboxReplayTest {
         ? TransportSide.of(f.consumer(group).handler(handler).batchSize(100).listener(counting).build())
         : TransportSide.of(TransportSide.listConsumer(env, f, group).handler(handler).batchSize(100)
             .listener(counting).build());
-  }
-
-  private RelayBuilder relay(String topic, Transport transport) {
-    return TransportSide.relay(env, topic, transport);
-  }
-
-  private void publishAll(Relay relay) {
-    TransportSide.publishAll(env, relay);
-  }
-
-  private static void drain(TransportSide consumer) {
-    TransportSide.drain(consumer);
   }
 
   private long retained(Fixture f, Transport transport) {
