@@ -74,6 +74,7 @@ final class RelayMaintenance {
     final List<RetentionReport.StreamRetention> trimmed = new ArrayList<>();
     long evictedOfCurrent;
     long purged;
+    int purgeSteps;
     /** Where the purge's walk along the primary key goes on; -1 before it found its first row. */
     long purgeFrom = -1;
     boolean purgeDone;
@@ -145,10 +146,12 @@ final class RelayMaintenance {
       }
     }
     while (!r.purgeDone) {
-      if (System.nanoTime() >= r.deadlineNanos && r.purged > 0) {
+      // Past the budget the run stops, after at least one step so that a tiny budget still makes progress.
+      if (System.nanoTime() >= r.deadlineNanos && r.purgeSteps > 0) {
         r.caughtUp = false;
         break;
       }
+      r.purgeSteps++;
       purgeStep(c, r);
       if (!r.purgeDone && System.nanoTime() >= sliceEnd && System.nanoTime() < r.deadlineNanos) {
         return null;

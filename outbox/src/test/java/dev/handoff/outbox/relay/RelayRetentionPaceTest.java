@@ -199,6 +199,38 @@ class RelayRetentionPaceTest {
     }
   }
 
+  @Test
+  void aPurgeOutOfBudgetStopsEvenWhenTheOldestRowsCannotBeDeleted() throws Exception {
+    // The oldest 3,000 rows were appended long ago and never published (a shard no relay serves, say): no purge may
+    // delete them, and walking past them must not ignore the budget.
+    env.execute("INSERT INTO outbox (message_id, topic, shard, type, payload, created_at)"
+        + " SELECT gen_random_uuid(), 'stuck', 0, 'entry', '\\x00', now() - interval '30 days'"
+        + " FROM generate_series(1, 3000)");
+    Outbox outbox = Outbox.builder().schema(env.schema()).build();
+    append(outbox, "stuck", 100);
+    try (Relay hurried = relay(env.redis(), "stuck").outboxRetention(Duration.ofMillis(1)).retentionBatchSize(10)
+        .retentionBudget(Duration.ofNanos(1)).build();
+        Relay patient = relay(env.redis(), "stuck").outboxRetention(Duration.ofMillis(1)).retentionBatchSize(10)
+            .build()) {
+      // the 100 newest as a relay leaves them: published (no relay runs here, so nothing else changes)
+      env.execute("UPDATE outbox SET stream_ms = 1, stream_seq = id, published_at = now()"
+          + " WHERE created_at > now() - interval '1 day'");
+      awaitDatabaseClockPast(Duration.ofMillis(5));
+
+      RetentionReport stopped = hurried.maintainOnce();
+
+      assertThat(stopped.purged()).as("one bounded step among rows that must stay").isZero();
+      assertThat(stopped.caughtUp()).isFalse();
+      assertThat(env.queryLong("SELECT count(*) FROM outbox")).isEqualTo(3_100);
+
+      RetentionReport done = patient.maintainOnce();
+
+      assertThat(done.purged()).isEqualTo(100);
+      assertThat(done.caughtUp()).isTrue();
+      assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE published_at IS NULL")).isEqualTo(3_000);
+    }
+  }
+
   // ---------------------------------------------------------------------------------------------------------------
 
   private RelayBuilder relay(RedisClient redis, String topic) {
