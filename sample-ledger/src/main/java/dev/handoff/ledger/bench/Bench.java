@@ -1046,7 +1046,7 @@ public final class Bench {
     }
   }
 
-  private static void joinAll(List<Thread> threads) {
+  static void joinAll(List<Thread> threads) {
     for (Thread t : threads) {
       try {
         t.join();
@@ -1057,7 +1057,7 @@ public final class Bench {
     }
   }
 
-  private static void pause(long millis) {
+  static void pause(long millis) {
     try {
       Thread.sleep(Math.max(0, millis));
     } catch (InterruptedException e) {

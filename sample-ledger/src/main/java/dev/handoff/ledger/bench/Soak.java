@@ -217,7 +217,7 @@ public final class Soak {
     List<Sample> samples = new ArrayList<>();
     long every = config.sampleEvery().toNanos();
     for (long at = origin + every; at <= end + every / 2; at += every) {
-      pause(at - System.nanoTime());
+      Bench.pause((at - System.nanoTime()) / 1_000_000);
       Sample s = sample(schema, origin, paid.get(), charged.get(), latencies);
       samples.add(s);
       out.printf("  %5.0fs  paid %,9d  charged %,9d  streams %,7d  redis %,6.1f MB  outbox %,8d (past retention"
@@ -229,11 +229,11 @@ public final class Soak {
         break;
       }
     }
-    joinAll(producers);
+    Bench.joinAll(producers);
     long stopped = System.nanoTime();
     long deadline = stopped + Duration.ofSeconds(120).toNanos();
     while (failure.get() == null && charged.get() < paid.get() && System.nanoTime() < deadline) {
-      pause(20_000_000L);
+      Bench.pause(20);
     }
     double drainSeconds = (System.nanoTime() - stopped) / 1e9;
     for (LedgerConsumer c : consumers) {
@@ -411,28 +411,6 @@ public final class Soak {
     try (ResultSet rs = st.executeQuery(sql)) {
       rs.next();
       return rs.getLong(1);
-    }
-  }
-
-  private static void joinAll(List<Thread> threads) {
-    for (Thread t : threads) {
-      try {
-        t.join();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
-      }
-    }
-  }
-
-  private static void pause(long nanos) {
-    if (nanos <= 0) {
-      return;
-    }
-    try {
-      Thread.sleep(nanos / 1_000_000, (int) (nanos % 1_000_000));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
     }
   }
 }
