@@ -1,0 +1,200 @@
+package dev.handoff.outbox.relay;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.handoff.outbox.ListFormat;
+import dev.handoff.outbox.Message;
+import dev.handoff.outbox.Outbox;
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayBuilder;
+import dev.handoff.outbox.RelayListener;
+import dev.handoff.outbox.ShardId;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.TopicConfig;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.RestartableRedis;
+import dev.handoff.testing.TestEnvironment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.exceptions.JedisConnectionException;
+
+/**
+ * Redis losing part of what the relay wrote, each way the relay's checks in {@code publish.lua} and
+ * {@code list-watermark.lua} must catch: an older snapshot, a stream removed while its bookkeeping hash stayed, and
+ * a list whose unfinished elements are not where a naive scan would look.
+ */
+@HandoffTest
+class RedisDataLossTest {
+
+  private final TestEnvironment env;
+  private final AtomicLong republished = new AtomicLong();
+  private final AtomicLong alreadyPresent = new AtomicLong();
+
+  RedisDataLossTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  @BeforeEach
+  void clean() {
+    env.execute("TRUNCATE outbox, relay_lease, relay_member");
+  }
+
+  @Test
+  void redisBackFromAnOlderSnapshotGetsTheMissingEntriesOnceAndKeepsThePresentOnes(@TempDir Path dir)
+      throws Exception {
+    RestartableRedis server = RestartableRedis.startWithSnapshots(dir);
+    try (server) {
+      RedisClient redis = env.newRedisClient(server.uri());
+      String key = StreamFormat.streamKey(env.keyPrefix(), "orders", 0);
+      try (Relay relay = relay(redis, "orders").build()) {
+        append("orders", 300);
+        publishAll(relay);
+        server.snapshot(); // Redis's disk now holds 300 entries and an entries-added count of 300
+        append("orders", 200);
+        publishAll(relay);
+        assertThat(redis.xlen(key)).isEqualTo(500);
+
+        server.killAndRestartFromSnapshot();
+        assertThat(reconnected(redis).xlen(key)).as("the snapshot's entries only").isEqualTo(300);
+
+        append("orders", 50);
+        publishAll(relay);
+      }
+      // Exactly once into the stream: every outbox row added once, whatever Redis held when it came back.
+      List<StreamAssertions.Entry> entries = StreamAssertions.entries(redis, key);
+      assertThat(entries).hasSize(550);
+      assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize(550);
+      StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+      assertThat(redis.xinfoStream(key).getStreamInfo().get("entries-added")).isEqualTo(550L);
+      assertThat(redis.hget(StreamFormat.streamKey(env.keyPrefix(), "orders", 0) + ":relay", "added"))
+          .isEqualTo("550");
+      assertThat(republished.get()).as("every retained row was sent again").isEqualTo(500);
+      assertThat(alreadyPresent.get()).as("the snapshot's entries were recognised, not added again").isEqualTo(300);
+    }
+  }
+
+  @Test
+  void aStreamRemovedWhileItsBookkeepingHashStayedIsDetectedAndRepublished() throws Exception {
+    RestartableRedis server = env.privateRedis();
+    RedisClient redis = env.newRedisClient(server.uri());
+    String key = StreamFormat.streamKey(env.keyPrefix(), "orders", 0);
+    try (Relay relay = relay(redis, "orders").build()) {
+      append("orders", 200);
+      publishAll(relay);
+      // Evicted or deleted by hand: the hash beside it still says 200 were added, so only the existence check
+      // can tell.
+      redis.del(key);
+      assertThat(redis.hget(key + ":relay", "added")).isEqualTo("200");
+
+      append("orders", 20);
+      publishAll(relay);
+    }
+    List<StreamAssertions.Entry> entries = StreamAssertions.entries(redis, key);
+    assertThat(entries).hasSize(220);
+    StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+    assertThat(redis.xinfoStream(key).getStreamInfo().get("entries-added")).isEqualTo(220L);
+    assertThat(republished.get()).isEqualTo(200);
+  }
+
+  @Test
+  void listWatermarkIsTheLowestUnfinishedElementWhereverItIsAndALossRepushesFromThere() throws Exception {
+    RestartableRedis server = env.privateRedis();
+    RedisClient redis = env.newRedisClient(server.uri());
+    String list = ListFormat.listKey(env.keyPrefix(), "orders", 0);
+    try (Relay relay = relay(redis, "orders").listTransport(1000).build()) {
+      append("orders", 10);
+      publishAll(relay);
+      List<byte[]> e = redis.lrange(list.getBytes(StandardCharsets.UTF_8), 0, -1);
+      assertThat(e).hasSize(10);
+      // The state consumers leave after: e1, e2, e4 and e6 finished; consumer c1 took e7, then took e3 after the
+      // reaper returned it from a dead consumer (so c1's list is out of ID order); e5 was returned to the head of
+      // the list later. The head of the list (e5) and the head of c1's list (e7) are both above e3.
+      String processing = ListFormat.processingKey(list, "c1");
+      redis.del(list);
+      redis.rpush(list.getBytes(StandardCharsets.UTF_8), e.get(4), e.get(7), e.get(8), e.get(9));
+      redis.rpush(processing.getBytes(StandardCharsets.UTF_8), e.get(6), e.get(2));
+      redis.hset(ListFormat.consumersKey(list), processing, "0");
+
+      relay.maintainOnce();
+      String e3 = ListFormat.decode(e.get(2)).id();
+      assertThat(env.queryList("select watermark_ms || '-' || watermark_seq from relay_lease where topic = 'orders'",
+          String.class)).containsExactly(e3);
+
+      server.restart(); // the list, the processing list and the relay's hash are gone
+      reconnected(redis);
+      publishAll(relay);
+    }
+    List<String> ids = new ArrayList<>();
+    for (byte[] raw : redis.lrange(list.getBytes(StandardCharsets.UTF_8), 0, -1)) {
+      ids.add(ListFormat.decode(raw).id());
+    }
+    // Everything from e3 on is back, once, in ID order; e1 and e2, finished below the watermark, are not.
+    assertThat(ids).containsExactlyElementsOf(env.queryList(
+        "select stream_ms || '-' || stream_seq from outbox order by stream_ms, stream_seq offset 2", String.class));
+    assertThat(republished.get()).isEqualTo(8);
+  }
+
+  /** Runs relay cycles until nothing is unpublished; at least one, which is also what notices a loss. */
+  private void publishAll(Relay relay) {
+    relay.relayOnce();
+    for (int i = 0; i < 100 && env.queryLong("select count(*) from outbox where published_at is null") > 0; i++) {
+      relay.relayOnce();
+    }
+    assertThat(env.queryLong("select count(*) from outbox where published_at is null")).isZero();
+  }
+
+  /** Lets the pool discard the connections the restart broke. */
+  private static RedisClient reconnected(RedisClient redis) {
+    for (int i = 0; i < 20; i++) {
+      try {
+        redis.ping();
+        return redis;
+      } catch (JedisConnectionException e) {
+        // a broken pooled connection; the next borrow gets another
+      }
+    }
+    throw new IllegalStateException("Redis did not come back");
+  }
+
+  private RelayBuilder relay(RedisClient redis, String topic) {
+    return Relay.builder(env.dataSource(), redis)
+        .schema(env.schema())
+        .keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of(topic))
+        .leaseTtl(Duration.ofSeconds(5))
+        .listener(new RelayListener() {
+          @Override
+          public void streamLost(ShardId shard, long rows) {
+            republished.addAndGet(rows);
+          }
+
+          @Override
+          public void alreadyPresent(ShardId shard, int rows) {
+            alreadyPresent.addAndGet(rows);
+          }
+        });
+  }
+
+  private void append(String topic, int n) throws SQLException {
+    Outbox outbox = Outbox.builder().schema(env.schema()).build();
+    try (Connection tx = env.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      List<Message> batch = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        batch.add(Message.builder(topic, "entry").key("k" + i).payload("p" + i).build());
+      }
+      outbox.appendAll(tx, batch);
+      tx.commit();
+    }
+  }
+}
