@@ -51,6 +51,14 @@ public final class StreamFormat {
   }
 
   /**
+   * The relay's bookkeeping hash beside {@code streamKey} (same hash slot): field {@code added} counts the entries
+   * the relays ever added, which is how the relay tells that Redis lost part of the stream.
+   */
+  public static String relayKey(String streamKey) {
+    return streamKey + ":relay";
+  }
+
+  /**
    * Returns {@code keyPrefix} if it matches {@link #KEY_PREFIX_PATTERN}.
    *
    * @throws IllegalArgumentException otherwise

@@ -38,7 +38,7 @@ final class RedisStreams implements RedisTransport {
 
   @Override
   public String relayKey(String key) {
-    return key + ":relay";
+    return StreamFormat.relayKey(key);
   }
 
   @Override
