@@ -45,7 +45,8 @@ import redis.clients.jedis.HostAndPort;
  *       after a backoff (exponential, jittered); after {@code maxDeliveries} deliveries (failures and returns by the
  *       reaper together) it goes to {@code dead_letter} with an inbox marker of outcome {@code dead}, and is
  *       removed. Elements that cannot be decoded go there at once.
- *   <li>Per shard, elements are taken in list order, which is outbox order; with one worker, handlers run in that
+ *   <li>Per shard, elements are taken in list order, which is the relay's assignment order (commit visibility, not
+ *       outbox id order); with one worker, handlers run in that
  *       order. Several workers or consumers complete out of order, and a returned element is retried after newer
  *       ones were taken.
  *   <li>In-flight work is bounded by {@code workers x batchSize}; the relay's capacity bounds the list and the

@@ -24,7 +24,8 @@ import java.util.regex.Pattern;
  *   u16 name length, name (UTF-8), u32 value length, value bytes
  * </pre>
  *
- * <p>The ID is the stream-style ID the relay assigns per shard, strictly increasing in outbox order; with the
+ * <p>The ID is the stream-style ID the relay assigns per shard, strictly increasing in assignment order (which
+ * follows commit visibility, not outbox id order); with the
  * message ID it makes every element unique, so {@code LREM key 1 element} acknowledges exactly one delivery. The
  * header is plain text so that the relay's and consumers' Lua scripts can read the ID and message ID without
  * decoding the rest.

@@ -5,7 +5,7 @@
 -- named in the registry are read too (same slot).
 -- ARGV[1]: elements the database knows were pushed (0 when nothing was confirmed yet). ARGV[2]: the capacity, which
 -- bounds the elements waiting in the list plus those in the consumers' processing lists.
--- Then per element: ms, seq (its ID, strictly increasing in outbox order), the element.
+-- Then per element: ms, seq (its ID, strictly increasing in the relay's assignment order), the element.
 -- Reply: {-1, added} when Redis lost the relay's bookkeeping (nothing was pushed; the marker is reset so that the
 -- relay's re-publication goes through); otherwise {added, room, status...} with one status per element: 1 pushed,
 -- 2 already pushed (its ID is at or below the marker), 4 not sent (capacity reached; so are all that follow).

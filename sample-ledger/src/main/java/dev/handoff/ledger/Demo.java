@@ -500,14 +500,14 @@ public final class Demo {
 
   /**
    * Lists keep no history: pushes every outbox message of the topic again onto its list, with the ID the relay gave
-   * it, in outbox order. Returns how many were pushed.
+   * it, in the order of those IDs. Returns how many were pushed.
    */
   private long repush() {
     long pushed = 0;
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement("SELECT id, message_id, shard, message_key, type, payload,"
             + " headers::text, created_at, stream_ms, stream_seq FROM " + config.schema() + ".outbox WHERE topic = ?"
-            + " AND stream_ms IS NOT NULL ORDER BY id")) {
+            + " AND stream_ms IS NOT NULL ORDER BY stream_ms, stream_seq")) {
       c.setAutoCommit(false);
       ps.setFetchSize(1_000);
       ps.setString(1, PaymentEvents.TOPIC);

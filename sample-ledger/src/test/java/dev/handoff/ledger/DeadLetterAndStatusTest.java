@@ -82,6 +82,9 @@ class DeadLetterAndStatusTest {
     LedgerTestSupport.Run retry = t.cli("dlq", "retry", "--id", Long.toString(id));
     LedgerTestSupport.Run retryAgain = t.cli("dlq", "retry", "--id", Long.toString(id));
     LedgerTestSupport.Run retryAll = t.cli("dlq", "retry", "--all");
+    long unfixed = env.queryLong("SELECT id FROM dead_letter WHERE status = 'dead'");
+    LedgerTestSupport.Run retryUnfixed = t.cli("dlq", "retry", "--id", Long.toString(unfixed));
+    LedgerTestSupport.Run retryMissing = t.cli("dlq", "retry", "--id", "987654321");
 
     // then the fixed one is charged once, the other stays dead
     assertThat(retry.exit()).as(retry.err()).isZero();
@@ -90,6 +93,11 @@ class DeadLetterAndStatusTest {
     assertThat(retryAgain.out()).contains("nothing to do");
     assertThat(retryAll.exit()).isEqualTo(1);
     assertThat(retryAll.out()).contains("retried 0 dead letter(s); 1 still dead");
+    assertThat(retryUnfixed.exit()).as("a dead letter that stays dead is a finding, as with --all").isEqualTo(1);
+    assertThat(retryUnfixed.out()).startsWith("retry of dead letter " + unfixed + " ")
+        .contains("it stays dead: ", "the ledger refuses poison payment").hasLineCount(1);
+    assertThat(retryMissing.exit()).as("an id that does not exist is an error").isEqualTo(2);
+    assertThat(retryMissing.err()).contains("987654321").hasLineCount(1);
     assertThat(env.queryLong("SELECT count(*) FROM charge WHERE ledger = 'ledger' AND payment_id = ?", fixed))
         .isEqualTo(1);
     LedgerTestSupport.Run verifyAfter = t.cli("verify", "--json");

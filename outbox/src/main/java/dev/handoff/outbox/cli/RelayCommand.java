@@ -45,28 +45,34 @@ public final class RelayCommand implements Callable<Integer> {
       description = "topics to publish, each name or name:shards (env HANDOFF_TOPICS, comma-separated)")
   List<String> topics;
 
-  @Option(names = "--schema", defaultValue = "handoff", description = "schema of handoff's tables (${DEFAULT-VALUE})")
+  @Option(names = "--schema", defaultValue = "${env:HANDOFF_SCHEMA:-handoff}",
+      description = "schema of handoff's tables (env HANDOFF_SCHEMA; default ${DEFAULT-VALUE})")
   String schema;
 
-  @Option(names = "--key-prefix", defaultValue = "handoff", description = "Redis key prefix (${DEFAULT-VALUE})")
+  @Option(names = "--key-prefix", defaultValue = "${env:HANDOFF_KEY_PREFIX:-handoff}",
+      description = "Redis key prefix (env HANDOFF_KEY_PREFIX; default ${DEFAULT-VALUE})")
   String keyPrefix;
 
-  @Option(names = "--lease-ttl", defaultValue = "PT10S", description = "lease lifetime, ISO-8601 (${DEFAULT-VALUE})")
+  @Option(names = "--lease-ttl", defaultValue = "${env:HANDOFF_LEASE_TTL:-PT10S}",
+      description = "lease lifetime, ISO-8601 (env HANDOFF_LEASE_TTL; default ${DEFAULT-VALUE})")
   Duration leaseTtl;
 
-  @Option(names = "--drain-timeout", defaultValue = "PT10S",
-      description = "how long SIGTERM waits for assigned rows to be published (${DEFAULT-VALUE})")
+  @Option(names = "--drain-timeout", defaultValue = "${env:HANDOFF_DRAIN_TIMEOUT:-PT10S}",
+      description = "how long SIGTERM waits for assigned rows to be published (env HANDOFF_DRAIN_TIMEOUT;"
+          + " default ${DEFAULT-VALUE})")
   Duration drainTimeout;
 
   @Option(names = "--transport", defaultValue = "${env:HANDOFF_TRANSPORT:-stream}",
       description = "stream or list (env HANDOFF_TRANSPORT; default ${DEFAULT-VALUE})")
   String transport;
 
-  @Option(names = "--list-capacity", defaultValue = "10000",
-      description = "with --transport list: elements per shard waiting or in processing at most (${DEFAULT-VALUE})")
+  @Option(names = "--list-capacity", defaultValue = "${env:HANDOFF_LIST_CAPACITY:-10000}",
+      description = "with --transport list: elements per shard waiting or in processing at most"
+          + " (env HANDOFF_LIST_CAPACITY; default ${DEFAULT-VALUE})")
   int listCapacity;
 
-  @Option(names = "--migrate", description = "apply handoff's migrations before starting")
+  @Option(names = "--migrate", defaultValue = "${env:HANDOFF_MIGRATE:-false}",
+      description = "apply handoff's migrations before starting (env HANDOFF_MIGRATE=true)")
   boolean migrate;
 
   /** Not a static field: logging must not start before {@link #run} has chosen its configuration. */

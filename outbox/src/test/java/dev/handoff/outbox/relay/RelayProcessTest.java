@@ -15,6 +15,7 @@ import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -65,7 +66,7 @@ class RelayProcessTest {
 
     producing.set(false);
     producer.join();
-    Process second = startRelay("second");
+    Process second = startRelayFromEnvironment("second");
     await().atMost(Duration.ofSeconds(30))
         .until(() -> env.queryLong("select count(*) from outbox where published_at is null") == 0);
     second.destroy();
@@ -97,6 +98,20 @@ class RelayProcessTest {
     ProcessBuilder pb = command("--jdbc-url", env.postgres().jdbcUrl(), "--redis-url", env.redisUri().toString(),
         "--topics", "orders", "--schema", env.schema(), "--key-prefix", env.keyPrefix(),
         "--lease-ttl", "PT5S", "--drain-timeout", "PT10S");
+    return start(pb, name);
+  }
+
+  /** The same relay configured by environment variables alone, as a container would run it. */
+  private Process startRelayFromEnvironment(String name) throws Exception {
+    ProcessBuilder pb = command();
+    pb.environment().putAll(Map.of("HANDOFF_JDBC_URL", env.postgres().jdbcUrl(),
+        "HANDOFF_REDIS_URL", env.redisUri().toString(), "HANDOFF_TOPICS", "orders", "HANDOFF_SCHEMA", env.schema(),
+        "HANDOFF_KEY_PREFIX", env.keyPrefix(), "HANDOFF_LEASE_TTL", "PT5S", "HANDOFF_DRAIN_TIMEOUT", "PT10S",
+        "HANDOFF_MIGRATE", "true"));
+    return start(pb, name);
+  }
+
+  private static Process start(ProcessBuilder pb, String name) throws Exception {
     File log = Files.createTempFile("relay-" + name, ".log").toFile();
     pb.redirectErrorStream(true).redirectOutput(log);
     return pb.start();

@@ -117,7 +117,12 @@ final class DlqCommand implements Runnable {
             try {
               ran = ledger.retry(which.id);
             } catch (ConsumerException e) {
-              throw new LedgerException(e.getMessage(), e);
+              if (stillDead(ledger, which.id)) {
+                // The handler failed again, or the entry cannot be retried: a finding (exit 1), like --all's.
+                out.println(e.getMessage() + (e.getCause() == null ? "" : ": " + e.getCause().getMessage()));
+                return 1;
+              }
+              throw new LedgerException(e.getMessage(), e); // no such dead letter, or the database failed
             }
             out.println(ran ? "dead letter " + which.id + " retried: charged"
                 : "dead letter " + which.id + " was retried before or its message was processed: nothing to do");
@@ -130,6 +135,14 @@ final class DlqCommand implements Runnable {
         } finally {
           ledger.close();
         }
+      }
+    }
+
+    private static boolean stillDead(LedgerConsumer ledger, long id) {
+      try {
+        return ledger.deadLetters(10_000).stream().anyMatch(d -> d.id() == id && "dead".equals(d.status()));
+      } catch (RuntimeException e) {
+        return false;
       }
     }
   }
