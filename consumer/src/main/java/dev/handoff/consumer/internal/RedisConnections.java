@@ -25,11 +25,17 @@ final class RedisConnections {
   /** One connection per reader, with a socket timeout of {@code block} plus a margin of at least a second. */
   static RedisClient blockingReaders(HostAndPort server, JedisClientConfig base, int readers, Duration block,
       Duration poolWait) {
-    long margin = Math.max(1_000, block.toMillis() / 2);
     JedisClientConfig config = DefaultJedisClientConfig.builder().from(base).resp2()
-        .blockingSocketTimeoutMillis((int) Math.min(Integer.MAX_VALUE, block.toMillis() + margin)).build();
+        .blockingSocketTimeoutMillis((int) Math.min(Integer.MAX_VALUE, blockingSocketTimeout(block).toMillis()))
+        .build();
     return RedisClient.builder().hostAndPort(server).clientConfig(config).poolConfig(pool(readers, poolWait))
         .build();
+  }
+
+  /** The socket timeout of a blocking read: {@code block + max(1 s, block / 2)}. */
+  static Duration blockingSocketTimeout(Duration block) {
+    long millis = block.toMillis();
+    return Duration.ofMillis(millis + Math.max(1_000, millis / 2));
   }
 
   private static ConnectionPoolConfig pool(int size, Duration poolWait) {

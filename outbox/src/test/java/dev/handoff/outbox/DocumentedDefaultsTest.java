@@ -1,0 +1,60 @@
+package dev.handoff.outbox;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.TestEnvironment;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+/** The relay and topic defaults docs/guarantees.md cites, read back from the built configs. */
+@HandoffTest(migrate = false)
+class DocumentedDefaultsTest {
+
+  private final TestEnvironment env;
+
+  DocumentedDefaultsTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  private RelayConfig relayDefaults() {
+    return Relay.builder(env.dataSource(), env.redis()).topic("defaults").build().config();
+  }
+
+  @Test
+  void outboxRetentionDefaultsToSevenDays() {
+    assertThat(relayDefaults().outboxRetention()).isEqualTo(Duration.ofDays(7));
+  }
+
+  @Test
+  void leaseTtlDefaultsToTenSeconds() {
+    assertThat(relayDefaults().leaseTtl()).isEqualTo(Duration.ofSeconds(10));
+  }
+
+  @Test
+  void maintenanceIntervalDefaultsToThirtySeconds() {
+    assertThat(relayDefaults().maintenanceInterval()).isEqualTo(Duration.ofSeconds(30));
+  }
+
+  @Test
+  void streamsAreTrimmedAgainAfterOneThousandEntriesByDefault() {
+    RelayConfig config = relayDefaults();
+    assertThat(config.trimStreams()).isTrue();
+    assertThat(config.trimSlack()).isEqualTo(1_000);
+  }
+
+  @Test
+  void trimLimitDefaultsToTenThousandEntriesPerCall() {
+    assertThat(relayDefaults().trimLimit()).isEqualTo(10_000);
+  }
+
+  @Test
+  void topicCapacityDefaultsToUnlimited() {
+    assertThat(TopicConfig.of("defaults").capacity()).isSameAs(CapacityPolicy.unlimited());
+    assertThat(relayDefaults().topics()).singleElement()
+        .satisfies(topic -> assertThat(topic.capacity()).isSameAs(CapacityPolicy.unlimited()));
+    TopicConfig unconfigured = Outbox.builder().build().config().topic("unconfigured");
+    assertThat(unconfigured.shards()).isEqualTo(1);
+    assertThat(unconfigured.capacity()).isSameAs(CapacityPolicy.unlimited());
+  }
+}
