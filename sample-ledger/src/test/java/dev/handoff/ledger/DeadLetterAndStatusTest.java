@@ -11,6 +11,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.params.XReadGroupParams;
@@ -32,6 +34,10 @@ class DeadLetterAndStatusTest {
     // given: 20 payments, every 10th poison, published; 5 entries handed to a consumer that never acknowledges
     LedgerTestSupport.Run pay = t.cli("pay", "--count", "20", "--poison-every", "10");
     assertThat(pay.exit()).as(pay.err()).isZero();
+    // before the relay runs, the 20 wait in the outbox: status counts them per shard, apart from any stream figure
+    LedgerTestSupport.Run beforeRelay = t.cli("status", "--json");
+    assertThat(sum(beforeRelay.out(), "outbox_depth")).isEqualTo(20);
+    assertThat(beforeRelay.out()).doesNotContain("\"oldest_unpublished_ms\":null");
     Relay relay = t.relay();
     relay.relayOnce();
     relay.close();
@@ -48,6 +54,7 @@ class DeadLetterAndStatusTest {
     // then status shows two different numbers
     LedgerTestSupport.Run status = t.cli("status", "--json");
     assertThat(status.exit()).as(status.err()).isZero();
+    assertThat(sum(status.out(), "outbox_depth")).isZero();
     assertThat(status.out()).contains("\"group\":\"ledger\",\"backlog\":" + (20 - handedOut) + ",\"pending\":"
         + handedOut + ",");
     // and who holds each stream's history back: on shard 0 the entries handed out and not finished, from the first
@@ -104,5 +111,15 @@ class DeadLetterAndStatusTest {
     assertThat(verifyAfter.exit()).isZero();
     assertThat(verifyAfter.out()).contains("\"charges\":19", "\"dead_letters\":1", "\"duplicated\":0");
     ledger.close();
+  }
+
+  /** The sum of a numeric field over every object of a JSON text that has it. */
+  private static long sum(String json, String field) {
+    Matcher m = Pattern.compile("\"" + field + "\":(\\d+)").matcher(json);
+    long total = 0;
+    while (m.find()) {
+      total += Long.parseLong(m.group(1));
+    }
+    return total;
   }
 }
