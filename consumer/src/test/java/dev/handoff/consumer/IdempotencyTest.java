@@ -166,7 +166,15 @@ class IdempotencyTest {
     Fixture f = new Fixture(env, "kill-in-tx");
     List<StreamMessage> messages = List.of(f.message(), f.message(), f.message());
     messages.forEach(f::publish);
-    StreamConsumer doomed = f.consumer("kit").consumerName("doomed").build();
+    // Every handler call, as (message, delivery): what a side effect outside the transaction (an e-mail, an HTTP
+    // call) would see.
+    List<String> invocations = new CopyOnWriteArrayList<>();
+    MessageHandler effect = f.effect("kit", null);
+    MessageHandler counting = (tx, m) -> {
+      invocations.add(m.messageId() + "#" + m.deliveries());
+      effect.handle(tx, m);
+    };
+    StreamConsumer doomed = f.consumer("kit").consumerName("doomed").handler(counting).build();
     ((DefaultStreamConsumer) doomed).faultHook(point -> {
       if (point == FaultHook.Point.BEFORE_COMMIT) {
         throw new SimulatedCrash("inside the transaction");
@@ -176,9 +184,10 @@ class IdempotencyTest {
     assertThat(f.effectCount("kit")).isZero();
     assertThat(f.inboxCount("kit")).isZero();
     assertThat(f.pending("kit")).hasSize(3).allSatisfy(p -> assertThat(p.getConsumerName()).isEqualTo("doomed-0"));
+    assertThat(invocations).as("the doomed consumer ran every handler before it died").hasSize(3);
 
     try (StreamConsumer survivor = f.consumer("kit").consumerName("survivor").minIdle(Duration.ofMillis(300))
-        .backoff(Duration.ofMillis(50), Duration.ofMillis(100)).build()) {
+        .backoff(Duration.ofMillis(50), Duration.ofMillis(100)).handler(counting).build()) {
       PollResult total = ConsumerTestKit.drain(survivor, Duration.ofSeconds(10));
       assertThat(total.reclaimed()).isEqualTo(3);
       assertThat(total.handled()).isEqualTo(3);
@@ -186,6 +195,11 @@ class IdempotencyTest {
     for (StreamMessage m : messages) {
       assertThat(f.effectCount("kit", m.messageId())).isEqualTo(1);
     }
+    // One committed effect per message, but the handler ran once per delivery: 3 in the rolled-back transaction,
+    // 3 after the reclaim. Anything it did outside the transaction happened twice; that is not promised away.
+    assertThat(invocations).hasSize(6);
+    assertThat(invocations).containsExactlyInAnyOrderElementsOf(messages.stream()
+        .flatMap(m -> java.util.stream.Stream.of(m.messageId() + "#1", m.messageId() + "#2")).toList());
     assertThat(f.inboxCount("kit", "processed")).isEqualTo(3);
     assertThat(f.pendingTotal("kit")).isZero();
     doomed.close();

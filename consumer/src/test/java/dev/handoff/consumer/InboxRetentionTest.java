@@ -3,6 +3,8 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.handoff.consumer.internal.DefaultListConsumer;
+import dev.handoff.consumer.internal.FaultHook;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.Outbox;
@@ -12,6 +14,7 @@ import dev.handoff.outbox.StreamMessage;
 import dev.handoff.outbox.Transport;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
+import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -84,6 +87,114 @@ class InboxRetentionTest {
             m.messageId())).as("a marker inside the window").isEqualTo(1);
       }
       assertThat(consumer.purgeInbox().deleted()).isZero();
+    }
+  }
+
+  @Test
+  void onTheListTransportThePurgeKeepsMarkersWhoseMessagesTheListOrAProcessingListStillHolds() throws Exception {
+    Fixture f = new Fixture(env, "list-window");
+    String list = ListFormat.listKey(env.keyPrefix(), f.topic, 0);
+    String doomedProcessing = ListFormat.processingKey(list, "doomed-0");
+    MessageHandler effect = f.effect("lw", null);
+    try (Relay relay = TransportSide.relay(env, f.topic, Transport.LIST).outboxRetention(Duration.ofMillis(1))
+            .build();
+        ListConsumer survivor = TransportSide.listConsumer(env, f, "lw").consumerName("survivor").batchSize(2)
+            .handler(effect).build()) {
+      // rows 0-5: consumed and acknowledged
+      List<UUID> ids = new ArrayList<>(append(null, f.topic, 6));
+      TransportSide.publishAll(env, relay);
+      TransportSide.drain(TransportSide.of(survivor));
+      // rows 6-7: committed by a consumer that died before its LREM, so they stay in its processing list (its long
+      // heartbeat keeps the survivor's reaper off them until the test lets it go)
+      ids.addAll(append(null, f.topic, 2));
+      TransportSide.publishAll(env, relay);
+      DefaultListConsumer doomed = (DefaultListConsumer) TransportSide.listConsumer(env, f, "lw")
+          .consumerName("doomed").batchSize(2).heartbeatTtl(Duration.ofSeconds(60))
+          .heartbeatInterval(Duration.ofSeconds(10)).handler(effect).build();
+      doomed.faultHook(point -> {
+        if (point == FaultHook.Point.AFTER_COMMIT) {
+          throw new SimulatedCrash("after commit, before LREM");
+        }
+      });
+      assertThatThrownBy(doomed::pollOnce).isInstanceOf(SimulatedCrash.class);
+      doomed.halt();
+      assertThat(env.redis().llen(doomedProcessing)).isEqualTo(2);
+      // rows 8-9: consumed, then row 8 pushed again (a duplicate push) and not yet taken
+      ids.addAll(append(null, f.topic, 2));
+      TransportSide.publishAll(env, relay);
+      byte[] element8 = env.redis().lindex(list.getBytes(StandardCharsets.UTF_8), 0);
+      TransportSide.drain(TransportSide.of(survivor));
+      env.redis().rpush(list.getBytes(StandardCharsets.UTF_8), element8);
+      assertThat(f.inboxCount("lw", "processed")).isEqualTo(10);
+      // the outbox no longer holds any of them, so only the Redis rule can keep a marker
+      TransportSide.awaitDatabaseClockPast(env, Duration.ofMillis(5));
+      relay.maintainOnce();
+      assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE topic = ?", f.topic)).isZero();
+      age("lw", ids);
+      Instant pastTheWindow = Instant.now().minus(Duration.ofDays(8));
+
+      // 1. the processing list holds rows 6-7 (the list holds row 8): rows 6-9 must stay
+      assertThatThrownBy(() -> survivor.purgeInbox(pastTheWindow))
+          .isInstanceOf(InboxPurgeRefusedException.class).hasMessageContaining("4 marker(s)")
+          .hasMessageContaining("still retained in Redis");
+      assertThat(f.inboxCount("lw")).isEqualTo(10);
+      InboxPurgeResult whileProcessing = survivor.purgeInbox();
+      assertThat(whileProcessing.deleted()).isEqualTo(6);
+      assertThat(whileProcessing.keptForRedis()).isEqualTo(4);
+      assertThat(whileProcessing.keptForOutbox()).isZero();
+      assertThat(markers("lw", ids)).containsExactlyInAnyOrderElementsOf(ids.subList(6, 10));
+
+      // 2. the dead consumer's elements are reaped and taken as duplicates; the list still holds row 8
+      assertThat(env.redis().del(ListFormat.heartbeatKey(doomedProcessing))).isEqualTo(1);
+      assertThat(survivor.pollOnce().duplicates()).isEqualTo(2);
+      assertThat(env.redis().llen(doomedProcessing)).isZero();
+      assertThat(env.redis().llen(list)).isEqualTo(1);
+      assertThatThrownBy(() -> survivor.purgeInbox(pastTheWindow))
+          .isInstanceOf(InboxPurgeRefusedException.class).hasMessageContaining("2 marker(s)")
+          .hasMessageContaining("still retained in Redis");
+      InboxPurgeResult whileListed = survivor.purgeInbox();
+      assertThat(whileListed.deleted()).isEqualTo(2);
+      assertThat(whileListed.keptForRedis()).isEqualTo(2);
+      assertThat(whileListed.keptForOutbox()).isZero();
+      assertThat(markers("lw", ids)).containsExactlyInAnyOrderElementsOf(ids.subList(8, 10));
+
+      // 3. the duplicate is taken and acknowledged: Redis holds nothing, the last markers go
+      assertThat(survivor.pollOnce().duplicates()).isEqualTo(1);
+      assertThat(env.redis().llen(list)).isZero();
+      InboxPurgeResult drained = survivor.purgeInbox();
+      assertThat(drained.deleted()).isEqualTo(2);
+      assertThat(drained.keptAny()).isFalse();
+      assertThat(f.inboxCount("lw")).isZero();
+    }
+    assertThat(f.effectCount("lw")).isEqualTo(10);
+    assertThat(f.doubleEffects("lw")).isZero();
+  }
+
+  @Test
+  void theAutomaticPurgeOfAMissingStreamDeletesNothingAndSaysItStoppedAtRedis() {
+    Fixture f = new Fixture(env, "missing");
+    List<UUID> ids = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      StreamMessage m = f.message();
+      ids.add(m.messageId());
+      f.publish(m);
+    }
+    try (StreamConsumer consumer = f.consumer("ms").build()) {
+      ConsumerTestKit.drain(consumer, Duration.ofSeconds(10));
+      age("ms", ids);
+      // Redis lost the stream (or someone deleted it): the relay may publish its messages again
+      assertThat(env.redis().del(f.streamKey())).isEqualTo(1);
+
+      InboxPurgeResult r = consumer.purgeInbox();
+
+      assertThat(r.deleted()).isZero();
+      assertThat(r.keptForRedis()).as("-1: the purge stopped at the Redis check").isEqualTo(-1);
+      assertThat(r.keptForOutbox()).isZero();
+      assertThat(r.keptAny()).isTrue();
+      assertThat(f.inboxCount("ms")).isEqualTo(3);
+      assertThatThrownBy(() -> consumer.purgeInbox(Instant.now().minus(Duration.ofDays(8))))
+          .isInstanceOf(InboxPurgeRefusedException.class).hasMessageContaining("does not exist");
+      assertThat(f.inboxCount("ms")).isEqualTo(3);
     }
   }
 
@@ -173,6 +284,17 @@ class InboxRetentionTest {
     } else {
       assertThat(env.redis().llen(ListFormat.listKey(env.keyPrefix(), f.topic, 0))).isZero();
     }
+  }
+
+  /** Which of {@code ids} still have a marker in {@code group}. */
+  private List<UUID> markers(String group, List<UUID> ids) {
+    List<UUID> out = new ArrayList<>();
+    for (UUID id : ids) {
+      if (env.queryLong("SELECT count(*) FROM inbox WHERE consumer_group = ? AND message_id = ?", group, id) > 0) {
+        out.add(id);
+      }
+    }
+    return out;
   }
 
   private List<UUID> append(Outbox outbox, String topic, int n) throws Exception {

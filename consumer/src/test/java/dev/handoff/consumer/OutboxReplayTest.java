@@ -14,12 +14,20 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntFunction;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import redis.clients.jedis.StreamEntryID;
+import redis.clients.jedis.params.XPendingParams;
+import redis.clients.jedis.params.XReadGroupParams;
 
 /**
  * Replay from the outbox, on both transports: rows go through the consumer's own path (marker, handler, commit)
@@ -218,6 +226,77 @@ class OutboxReplayTest {
     }
   }
 
+  @Test
+  void aReplayFromTheOutboxLeavesTheStreamAndItsGroupsUntouched() throws Exception {
+    Fixture f = new Fixture(env, "untouched");
+    String group = "untouched";
+    String key = StreamFormat.streamKey(env.keyPrefix(), f.topic, 0);
+    List<UUID> ids = ids(append(f.topic, 30, i -> "ok"));
+    try (Relay relay = TransportSide.relay(env, f.topic, Transport.STREAM).build();
+        StreamConsumer consumer = f.consumer(group).handler(f.effect(group, null)).batchSize(10).build()) {
+      TransportSide.publishAll(env, relay);
+      // 10 processed and acknowledged, 5 read by another consumer and pending, 15 never delivered
+      assertThat(consumer.pollOnce().handled()).isEqualTo(10);
+      env.redis().xreadGroup(group, "other-0", XReadGroupParams.xReadGroupParams().count(5),
+          Map.of(key, StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY));
+      List<Map<String, Object>> groupsBefore = groups(key);
+      assertThat(groupsBefore).singleElement().satisfies(g -> {
+        assertThat(g).containsEntry("pending", 5L).containsEntry("entries-read", 15L).containsEntry("lag", 15L);
+      });
+      List<String> pendingBefore = pendingOwners(key, group);
+      long lengthBefore = env.redis().xlen(key);
+
+      ReplayResult r = consumer.replayFromOutbox(OutboxRange.all());
+
+      assertThat(r.offered()).isEqualTo(30);
+      assertThat(r.handled()).as("the 20 rows the group had not processed").isEqualTo(20);
+      assertThat(r.duplicates()).isEqualTo(10);
+      assertThat(consumer.processed(ids)).containsExactlyInAnyOrderElementsOf(ids);
+      assertThat(groups(key)).as("XINFO GROUPS").isEqualTo(groupsBefore);
+      assertThat(pendingOwners(key, group)).as("XPENDING").isEqualTo(pendingBefore);
+      assertThat(env.redis().xlen(key)).as("XLEN").isEqualTo(lengthBefore).isEqualTo(30);
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Transport.class)
+  void aReplayFromTheOutboxCommitsOnePagePerTransaction(Transport transport) throws Exception {
+    Fixture f = new Fixture(env, "paged-" + transport.name().toLowerCase());
+    String group = "paged-" + transport.name().toLowerCase();
+    // OutboxReplay reads and settles a page of batchSize rows per transaction: 25 rows in pages of 10 are 3 pages.
+    int pageSize = 10;
+    List<AppendedMessage> appended = append(f.topic, 25, i -> "ok");
+    Map<UUID, Long> txidOf = new ConcurrentHashMap<>();
+    MessageHandler effect = f.effect(group, null);
+    MessageHandler recording = (tx, m) -> {
+      try (var ps = tx.prepareStatement("SELECT txid_current()"); var rs = ps.executeQuery()) {
+        rs.next();
+        txidOf.put(m.messageId(), rs.getLong(1));
+      }
+      effect.handle(tx, m);
+    };
+    try (Relay relay = TransportSide.relay(env, f.topic, transport).build();
+        TransportSide consumer = transport == Transport.STREAM
+            ? TransportSide.of(f.consumer(group).handler(recording).batchSize(pageSize).build())
+            : TransportSide.of(TransportSide.listConsumer(env, f, group).handler(recording).batchSize(pageSize)
+                .build())) {
+      TransportSide.publishAll(env, relay);
+
+      ReplayResult r = consumer.replayFromOutbox(OutboxRange.all());
+
+      assertThat(r.handled()).isEqualTo(25);
+    }
+    assertThat(txidOf).hasSize(25);
+    assertThat(Set.copyOf(txidOf.values())).as("distinct transactions").hasSize(3);
+    List<Long> inOutboxOrder = appended.stream().map(a -> txidOf.get(a.messageId())).toList();
+    for (int page = 0; page * pageSize < inOutboxOrder.size(); page++) {
+      List<Long> txids = inOutboxOrder.subList(page * pageSize, Math.min(inOutboxOrder.size(),
+          (page + 1) * pageSize));
+      assertThat(Set.copyOf(txids)).as("transactions of page %d", page).hasSize(1);
+    }
+    assertThat(f.effectCount(group)).isEqualTo(25);
+  }
+
   @ParameterizedTest
   @EnumSource(Transport.class)
   void aHundredThousandRowsReplayInPagesWithFlatHeapAndExactCounts(Transport transport) {
@@ -288,6 +367,18 @@ class OutboxReplayTest {
         ? TransportSide.of(f.consumer(group).handler(handler).batchSize(100).listener(counting).build())
         : TransportSide.of(TransportSide.listConsumer(env, f, group).handler(handler).batchSize(100)
             .listener(counting).build());
+  }
+
+  /** XINFO GROUPS of a stream, each group as Redis reports it (pending, last-delivered-id, entries-read, lag...). */
+  private List<Map<String, Object>> groups(String key) {
+    return env.redis().xinfoGroups(key).stream()
+        .<Map<String, Object>>map(g -> new TreeMap<>(g.getGroupInfo())).toList();
+  }
+
+  /** XPENDING of a group: each entry's ID, owner and delivery count (not its idle time, which grows). */
+  private List<String> pendingOwners(String key, String group) {
+    return env.redis().xpending(key, group, XPendingParams.xPendingParams("-", "+", 1_000)).stream()
+        .map(p -> p.getID() + " " + p.getConsumerName() + " " + p.getDeliveredTimes()).toList();
   }
 
   private long retained(Fixture f, Transport transport) {

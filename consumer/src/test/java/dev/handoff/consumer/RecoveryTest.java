@@ -206,6 +206,105 @@ class RecoveryTest {
   }
 
   @Test
+  void leaseRenewalNeverTakesBackAnEntryThatAnotherConsumerClaimedAndTheEffectStaysSingle() throws Exception {
+    Fixture f = new Fixture(env, "lease-lost");
+    StreamMessage slow = f.message();
+    // The scheduled renewal is far off: only the explicit renewLeasesNow() below renews.
+    Duration minIdle = Duration.ofMinutes(10);
+    CountDownLatch slowStarted = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    AtomicInteger runs = new AtomicInteger();
+    List<String> leaseLost = new CopyOnWriteArrayList<>();
+    MessageHandler effect = f.effect("ll", null);
+    MessageHandler handler = (tx, m) -> {
+      runs.incrementAndGet();
+      slowStarted.countDown();
+      assertThat(release.await(30, TimeUnit.SECONDS)).isTrue();
+      effect.handle(tx, m);
+    };
+    f.createGroupAtStart("ll");
+    String id = f.publish(slow);
+    try (StreamConsumer a = f.consumer("ll").consumerName("a").minIdle(minIdle)
+        .leaseRenewInterval(Duration.ofMinutes(4)).handler(handler).listener(new ConsumerListener() {
+          @Override
+          public void leaseLost(String streamKey, String streamId) {
+            leaseLost.add(streamId);
+          }
+        }).build()) {
+      a.start();
+      try {
+        assertThat(slowStarted.await(10, TimeUnit.SECONDS)).isTrue();
+        assertThat(f.pending("ll")).singleElement().extracting(StreamPendingEntry::getConsumerName)
+            .isEqualTo("a-0");
+      // A reclaimer that found the entry idle past minIdle takes it (XCLAIM, as XAUTOCLAIM would); the idle time is
+      // set by hand rather than waited out.
+        f.redis.xclaimJustId(f.streamKey(), "ll", "thief-0", 0, XClaimParams.xClaimParams().idle(60_000),
+            new StreamEntryID(id));
+
+        ((DefaultStreamConsumer) a).renewLeasesNow();
+
+        List<StreamPendingEntry> after = f.pending("ll");
+        assertThat(after).hasSize(1);
+        assertThat(after.get(0).getConsumerName()).as("owner after A's renewal").isEqualTo("thief-0");
+        assertThat(after.get(0).getIdleTime()).as("A did not reset the thief's idle time")
+            .isGreaterThanOrEqualTo(60_000);
+        assertThat(leaseLost).containsExactly(id);
+      } finally {
+        release.countDown();
+      }
+      ConsumerTestKit.awaitDrained(a, Duration.ofSeconds(10));
+    }
+    // A's marker and effect commit in one transaction. A then XACKs the entry although the thief owns it (XACK does
+    // not check the owner), so the thief has nothing left to handle; and had it got a delivery first or later, its
+    // marker insert would have met A's marker (waiting on A's uncommitted row, then ON CONFLICT DO NOTHING) and
+    // skipped the handler as a duplicate. The effect cannot happen twice, whichever consumer gets there.
+    try (StreamConsumer thief = f.consumer("ll").consumerName("thief").build()) {
+      assertThat(thief.pollOnce().read()).isZero();
+      PollResult redelivered = ConsumerTestKit.assertReplayChangesNothing(thief);
+      assertThat(redelivered.duplicates()).isEqualTo(1);
+    }
+    assertThat(runs).hasValue(1);
+    assertThat(f.effectCount("ll", slow.messageId())).isEqualTo(1);
+    assertThat(f.inboxCount("ll", "processed")).isEqualTo(1);
+    assertThat(f.pendingTotal("ll")).isZero();
+  }
+
+  @Test
+  void theOwnPendingReplayOnStartPagesUntilEmptyWithoutReclaiming() {
+    Fixture f = new Fixture(env, "own-pages");
+    f.createGroupAtStart("own");
+    List<StreamMessage> messages = f.publishMany(25);
+    // A previous process under the stable name read 25 entries as its worker 0 and died holding them.
+    var read = f.redis.xreadGroup("own", "stable-0", XReadGroupParams.xReadGroupParams().count(25),
+        Map.of(f.streamKey(), StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY));
+    assertThat(read.get(0).getValue()).hasSize(25);
+    assertThat(f.pending("own")).hasSize(25);
+
+    List<Integer> reads = new ArrayList<>();
+    PollResult total = PollResult.EMPTY;
+    // minIdle far past the test: no reclaim may take the entries, only the own replay can reach them.
+    try (StreamConsumer restarted = f.consumer("own").consumerName("stable").batchSize(10)
+        .minIdle(Duration.ofMinutes(10)).build()) {
+      assertThat(restarted.config().workerName(0)).isEqualTo("stable-0");
+      for (int i = 0; i < 10; i++) {
+        PollResult r = restarted.pollOnce();
+        if (r.isEmpty()) {
+          break;
+        }
+        reads.add(r.read());
+        total = total.plus(r);
+      }
+    }
+    assertThat(reads).allSatisfy(n -> assertThat(n).isLessThanOrEqualTo(10)).containsExactly(10, 10, 5);
+    assertThat(total.handled()).isEqualTo(25);
+    assertThat(total.reclaimed()).isZero();
+    assertThat(f.pendingTotal("own")).isZero();
+    for (StreamMessage m : messages) {
+      assertThat(f.effectCount("own", m.messageId())).isEqualTo(1);
+    }
+  }
+
+  @Test
   void privateRedisRestartedWithoutPersistenceRecreatesTheGroupFromTheBeginning() {
     RestartableRedis server = env.privateRedis();
     RedisClient redis = env.newRedisClient(server.uri());
