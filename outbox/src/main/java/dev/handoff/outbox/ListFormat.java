@@ -35,7 +35,7 @@ import java.util.regex.Pattern;
  *   <li>{@code <prefix>:{<topic>:<shard>}:list} the list (RPUSH by the relay, taken from the left);
  *   <li>{@code ...:list:relay} the relay's hash: last pushed ID, count of pushed elements, capacity;
  *   <li>{@code ...:list:consumers} the registry of processing lists (field = processing list key, value = the
- *       consumer's last heartbeat, server time in ms);
+ *       consumer's last heartbeat, server time in seconds);
  *   <li>{@code ...:list:processing:<consumer>} one consumer's processing list, and {@code ...:alive} beside it,
  *       its heartbeat key (with a TTL);
  *   <li>{@code ...:list:deliveries} a hash: message ID to deliveries that ended without an outcome.

@@ -31,8 +31,9 @@ final class LeaseQueries {
     String lease = schema + ".relay_lease";
     String member = schema + ".relay_member";
     ensure = "INSERT INTO " + lease + " (topic, shard, key_prefix) VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
-    otherPrefix = "SELECT topic, shard, key_prefix FROM " + lease
-        + " WHERE topic = ? AND shard = ? AND key_prefix IS DISTINCT FROM ?";
+    // One schema, one key prefix: any row under another prefix refuses the relay before it creates a row of its
+    // own, which would otherwise claim a new topic's shards for the wrong prefix.
+    otherPrefix = "SELECT topic, shard, key_prefix FROM " + lease + " WHERE key_prefix IS DISTINCT FROM ? LIMIT 1";
     // Renewal keeps the epoch; taking a lease that is free or expired bumps it, which fences the former owner.
     acquire = "UPDATE " + lease
         + " SET epoch = CASE WHEN owner = ? THEN epoch ELSE epoch + 1 END, owner = ?,"
@@ -56,26 +57,25 @@ final class LeaseQueries {
   /**
    * Creates the shard's lease row if needed.
    *
-   * @throws IllegalStateException if the shard is already written under another Redis key prefix
+   * @throws IllegalStateException if some shard of this schema is written under another Redis key prefix (then
+   *     nothing is created)
    */
   void ensureRow(Connection c, ShardId shard, String keyPrefix) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(otherPrefix)) {
+      ps.setString(1, keyPrefix);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          throw new IllegalStateException("shard " + rs.getString(1) + "/" + rs.getInt(2) + " of this schema is"
+              + " relayed to Redis keys with prefix '" + rs.getString(3) + "', but this relay is configured with"
+              + " keyPrefix '" + keyPrefix + "'; use one key prefix per schema (or another schema)");
+        }
+      }
+    }
     try (PreparedStatement ps = c.prepareStatement(ensure)) {
       ps.setString(1, shard.topic());
       ps.setInt(2, shard.shard());
       ps.setString(3, keyPrefix);
       ps.executeUpdate();
-    }
-    try (PreparedStatement ps = c.prepareStatement(otherPrefix)) {
-      ps.setString(1, shard.topic());
-      ps.setInt(2, shard.shard());
-      ps.setString(3, keyPrefix);
-      try (ResultSet rs = ps.executeQuery()) {
-        if (rs.next()) {
-          throw new IllegalStateException("shard " + shard + " of this schema is relayed to Redis keys with prefix '"
-              + rs.getString(3) + "', but this relay is configured with keyPrefix '" + keyPrefix
-              + "'; use one key prefix per schema (or another schema)");
-        }
-      }
     }
   }
 

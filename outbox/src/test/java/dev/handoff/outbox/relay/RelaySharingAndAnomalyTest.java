@@ -117,7 +117,8 @@ class RelaySharingAndAnomalyTest {
     try (Relay first = Relay.builder(env.dataSource(), env.redis()).schema(env.schema())
             .keyPrefix(env.keyPrefix()).topic(TopicConfig.of("orders")).build();
         Relay other = Relay.builder(env.dataSource(), env.redis()).schema(env.schema())
-            .keyPrefix(env.keyPrefix() + "-other").topic(TopicConfig.of("orders")).build()) {
+            .keyPrefix(env.keyPrefix() + "-other").topic(TopicConfig.of("refunds")).topic(TopicConfig.of("orders"))
+            .build()) {
       assertThat(first.relayOnce().published()).isEqualTo(5);
       org.assertj.core.api.Assertions.assertThatThrownBy(other::relayOnce)
           .isInstanceOf(IllegalStateException.class)
@@ -125,6 +126,8 @@ class RelaySharingAndAnomalyTest {
           .hasMessageContaining("keyPrefix '" + env.keyPrefix() + "-other'");
       assertThat(env.redis().exists(StreamFormat.streamKey(env.keyPrefix() + "-other", "orders", 0))).isFalse();
       assertThat(env.redis().xlen(StreamFormat.streamKey(env.keyPrefix(), "orders", 0))).isEqualTo(5);
+      assertThat(env.queryLong("select count(*) from relay_lease where topic = 'refunds'"))
+          .as("a new topic's shards are not claimed for the refused prefix").isZero();
     }
   }
 
