@@ -236,8 +236,7 @@ final class BatchProcessor {
       log.debug("batch of consumer group '{}' abandoned after a database failure", group, cause);
     } finally {
       if (c != null) {
-        rollbackQuietly(c);
-        closeQuietly(c);
+        giveBack(c);
       }
     }
     return out;
@@ -471,7 +470,10 @@ final class BatchProcessor {
    * @return the message if the handler ran and committed, {@code null} if there was nothing to do
    */
   InboundMessage retry(long deadLetterId) {
-    try (Connection c = dataSource.getConnection()) {
+    Connection borrowed = null;
+    try {
+      Connection c = dataSource.getConnection();
+      borrowed = c;
       c.setAutoCommit(false);
       try {
         DeadLetterQueries.Stored stored = deadLetters.lock(c, group, deadLetterId);
@@ -514,6 +516,10 @@ final class BatchProcessor {
     } catch (SQLException e) {
       throw new ConsumerException("retry of dead letter " + deadLetterId + " in consumer group '" + group
           + "' failed in the database", e);
+    } finally {
+      if (borrowed != null) {
+        giveBack(borrowed);
+      }
     }
   }
 
@@ -548,6 +554,23 @@ final class BatchProcessor {
     } catch (SQLException ex) {
       return true;
     }
+  }
+
+  /**
+   * Ends whatever transaction is still open and hands the connection back with auto-commit on, as it was borrowed:
+   * a pool that does not reset it (a plain DataSource, unlike HikariCP) would give the next borrower a connection
+   * whose statements silently wait for a commit that never comes.
+   */
+  private static void giveBack(Connection c) {
+    rollbackQuietly(c);
+    try {
+      if (!c.isClosed()) {
+        c.setAutoCommit(true);
+      }
+    } catch (SQLException e) {
+      // the connection is broken; closing it is all that is left
+    }
+    closeQuietly(c);
   }
 
   private static void rollbackQuietly(Connection c) {
