@@ -8,16 +8,19 @@ import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
@@ -68,8 +71,11 @@ abstract class AbstractConsumer {
   private final String label;
   private final String abandonNote;
   private final ConsumerListener listener;
-  private final List<Thread> threads = new ArrayList<>();
+  // Written by start() and read by close(), which may run at the same time on another thread.
+  private final List<Thread> threads = new CopyOnWriteArrayList<>();
   private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
+  // The first close's outcome, which every later close reports (after waiting for it, if it is still running).
+  private final CompletableFuture<Boolean> closed = new CompletableFuture<>();
   private final CountDownLatch stopping = new CountDownLatch(1);
   private ScheduledExecutorService housekeeping;
   private volatile boolean abandon;
@@ -131,6 +137,10 @@ abstract class AbstractConsumer {
 
   /** Creates the housekeeping executor (one daemon thread) that close shuts down; the caller schedules on it. */
   protected final synchronized ScheduledExecutorService newHousekeeping(String threadName) {
+    // Close shuts the executor down under this same lock: one created after a racing close would never be.
+    if (state.get() == State.CLOSED) {
+      throw new IllegalStateException(kind + " of group '" + config.group() + "' was closed while it started");
+    }
     housekeeping = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, threadName);
       t.setDaemon(true);
@@ -201,15 +211,38 @@ abstract class AbstractConsumer {
 
   /**
    * Stops the workers, waiting up to {@code deadline} for their batches; past it, abandons them. Then stops the
-   * housekeeping and lets the subclass give back what it holds. Closing twice does nothing.
+   * housekeeping and lets the subclass give back what it holds. A later close does nothing more: it reports the
+   * first close's outcome, waiting up to its own deadline for that close to finish.
    *
-   * @return false if some work was abandoned
+   * @return false if some work was abandoned (by this close or the first one)
    */
   protected final boolean closeWithin(Duration deadline) {
     State previous = state.getAndSet(State.CLOSED);
     if (previous == State.CLOSED) {
-      return true;
+      return firstCloseOutcome(deadline);
     }
+    boolean clean = false;
+    try {
+      clean = stopAndGiveBack(previous, deadline);
+      return clean;
+    } finally {
+      closed.complete(clean);
+    }
+  }
+
+  private boolean firstCloseOutcome(Duration deadline) {
+    try {
+      // The first close may take its own deadline plus the grace for interrupted workers.
+      return closed.get(deadline.toMillis() + 2_500, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    } catch (ExecutionException | TimeoutException e) {
+      return false;
+    }
+  }
+
+  private boolean stopAndGiveBack(State previous, Duration deadline) {
     log.info(label + " '{}' closing (consumer {})", config.group(), config.consumerName());
     stopping.countDown();
     long end = System.nanoTime() + deadline.toNanos();
@@ -251,6 +284,7 @@ abstract class AbstractConsumer {
   /** Stops everything at once, without waiting and without the subclass's clean-up, as a killed process would. */
   protected final void stopNow() {
     state.set(State.CLOSED);
+    closed.complete(false);
     stopping.countDown();
     synchronized (this) {
       if (housekeeping != null) {

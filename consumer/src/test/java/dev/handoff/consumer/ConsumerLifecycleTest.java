@@ -1,0 +1,86 @@
+package dev.handoff.consumer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.handoff.consumer.testkit.ConsumerTestKit;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.TestEnvironment;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.function.Function;
+import org.junit.jupiter.api.Test;
+
+/** Starting and closing a consumer from two threads at once leaves nothing running behind. */
+@HandoffTest
+class ConsumerLifecycleTest {
+
+  private final TestEnvironment env;
+
+  ConsumerLifecycleTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  @Test
+  void aStreamConsumerClosedWhileItStartsLeavesNoThreadBehind() throws Exception {
+    Fixture f = new Fixture(env, "race-stream");
+    race("handoff-consumer-", group -> f.consumer(group).build());
+  }
+
+  @Test
+  void aListConsumerClosedWhileItStartsLeavesNoThreadBehind() throws Exception {
+    Fixture f = new Fixture(env, "race-list");
+    race("handoff-list-consumer-", group -> TransportSide.listConsumer(env, f, group)
+        .handler(f.effect(group, null)).build());
+  }
+
+  /**
+   * Twenty times: start on one thread and close on another, released together. Whichever wins, once both returned
+   * no thread of that consumer may be left (a housekeeping executor created after the close used to run forever).
+   */
+  private void race(String threadPrefix, Function<String, ? extends AutoCloseable> build) throws Exception {
+    for (int i = 0; i < 20; i++) {
+      String group = "race" + i;
+      AutoCloseable consumer = build.apply(group);
+      CountDownLatch go = new CountDownLatch(1);
+      Thread starter = new Thread(() -> {
+        try {
+          go.await();
+          start(consumer);
+        } catch (IllegalStateException closedFirst) {
+          // the close won: a consumer that was closed does not start
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      });
+      starter.start();
+      go.countDown();
+      close(consumer);
+      starter.join();
+      String prefix = threadPrefix + group + "-";
+      ConsumerTestKit.await("no thread of " + group + " left", Duration.ofSeconds(10),
+          () -> threadsNamed(prefix).isEmpty());
+    }
+  }
+
+  private static void start(AutoCloseable consumer) {
+    if (consumer instanceof StreamConsumer s) {
+      s.start();
+    } else {
+      ((ListConsumer) consumer).start();
+    }
+  }
+
+  private static void close(AutoCloseable consumer) {
+    if (consumer instanceof StreamConsumer s) {
+      s.close(Duration.ofSeconds(5));
+    } else {
+      ((ListConsumer) consumer).close(Duration.ofSeconds(5));
+    }
+  }
+
+  private static List<String> threadsNamed(String prefix) {
+    return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
+        .filter(n -> n.startsWith(prefix)).toList();
+  }
+}
