@@ -126,6 +126,8 @@ class RedisDataLossTest {
       redis.hset(ListFormat.consumersKey(list), processing, "0");
 
       relay.maintainOnce();
+      assertThat(redis.llen(list)).as("lists are never trimmed").isEqualTo(4);
+      assertThat(redis.llen(processing)).isEqualTo(2);
       String e3 = ListFormat.decode(e.get(2)).id();
       assertThat(env.queryList("select watermark_ms || '-' || watermark_seq from relay_lease where topic = 'orders'",
           String.class)).containsExactly(e3);

@@ -9,11 +9,11 @@ import org.junit.jupiter.api.Test;
 
 /** The relay and topic defaults docs/guarantees.md cites, read back from the built configs. */
 @HandoffTest(migrate = false)
-class DocumentedDefaultsTest {
+class RelayDefaultsTest {
 
   private final TestEnvironment env;
 
-  DocumentedDefaultsTest(TestEnvironment env) {
+  RelayDefaultsTest(TestEnvironment env) {
     this.env = env;
   }
 
