@@ -22,6 +22,11 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.stream.Collectors;
@@ -122,8 +127,9 @@ public final class DefaultRelay implements Relay {
 
   @Override
   public RelayCycle relayOnce() {
-    if (state.get() == State.CLOSED) {
-      throw new IllegalStateException("relay " + config.owner() + " is closed");
+    State now = state.get();
+    if (now == State.CLOSING || now == State.CLOSED) {
+      throw new IllegalStateException("relay " + config.owner() + " is " + now.name().toLowerCase());
     }
     work.lock();
     try {
@@ -165,12 +171,40 @@ public final class DefaultRelay implements Relay {
 
   @Override
   public boolean close(Duration drainTimeout) {
+    // Set before the state changes, so that the loop, once it sees CLOSING, drains for the caller's time. The
+    // first close's deadline stands.
+    drainDeadlineNanos.compareAndSet(0, System.nanoTime() + drainTimeout.toNanos());
     State previous = state.getAndUpdate(s -> s == State.CLOSED ? State.CLOSED : State.CLOSING);
     if (previous == State.CLOSED || previous == State.CLOSING) {
-      return true;
+      return firstCloseOutcome(drainTimeout);
     }
+    boolean drained = false;
+    try {
+      drained = stopAndDrain(drainTimeout);
+      return drained;
+    } finally {
+      closeOutcome.complete(drained);
+      if (loop != null && !loop.isAlive()) {
+        state.set(State.CLOSED);
+      }
+    }
+  }
+
+  /** A later close reports the first one's outcome, waiting up to its own timeout for that close to end. */
+  private boolean firstCloseOutcome(Duration timeout) {
+    try {
+      return closeOutcome.get(timeout.toMillis() + 3_000, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    } catch (ExecutionException | TimeoutException e) {
+      return false;
+    }
+  }
+
+  private boolean stopAndDrain(Duration drainTimeout) {
     log.info("relay {} closing: draining for up to {}", config.owner(), drainTimeout);
-    long deadline = System.nanoTime() + drainTimeout.toNanos();
+    long deadline = drainDeadlineNanos.get();
     if (notifications != null) {
       notifications.stop();
     }
@@ -184,7 +218,13 @@ public final class DefaultRelay implements Relay {
         loop.interrupt();
         join(loop, System.nanoTime() + 2_000_000_000L);
       }
-      drained = !loop.isAlive() && drainedFlag;
+      if (loop.isAlive()) {
+        // Not CLOSED while it runs: whoever closes the pools after this must know the thread may still use them.
+        log.error("relay {} thread is still running after its drain deadline and an interrupt; it stops at its"
+            + " next check of the state (stuck in a database or Redis call?)", config.owner());
+        return false;
+      }
+      drained = drainedFlag;
     } else {
       work.lock();
       try {
@@ -202,6 +242,9 @@ public final class DefaultRelay implements Relay {
   }
 
   private volatile boolean drainedFlag;
+  /** The drain deadline of the close in progress: the caller's, not the configured default. */
+  private final AtomicLong drainDeadlineNanos = new AtomicLong();
+  private final CompletableFuture<Boolean> closeOutcome = new CompletableFuture<>();
 
   private void runLoop() {
     long idleMillis = 0;
@@ -250,9 +293,13 @@ public final class DefaultRelay implements Relay {
     if (state.get() == State.CLOSING) {
       work.lock();
       try {
-        drainedFlag = drain(System.nanoTime() + config.drainTimeout().toNanos());
+        drainedFlag = drain(drainDeadlineNanos.get());
       } finally {
         work.unlock();
+      }
+      // A close that gave up on this thread returned without marking the relay closed; it is closed now.
+      if (closeOutcome.isDone()) {
+        state.set(State.CLOSED);
       }
     }
   }
@@ -282,11 +329,7 @@ public final class DefaultRelay implements Relay {
     boolean drained = true;
     try (Connection c = autocommit()) {
       for (OwnedShard o : new ArrayList<>(owned.values())) {
-        o.checkAssigned = true;
-        while (o.checkAssigned && System.nanoTime() < deadlineNanos && owned.containsKey(o.id)) {
-          publishAssigned(c, o);
-        }
-        drained &= !o.checkAssigned;
+        drained &= sendAssigned(c, o, deadlineNanos);
         if (owned.containsKey(o.id)) {
           leases.release(c, o.id, config.owner(), o.epoch);
           notify(() -> listener.leaseLost(o.id, o.epoch, true));
@@ -334,10 +377,8 @@ public final class DefaultRelay implements Relay {
       List<OwnedShard> mine = new ArrayList<>(owned.values());
       for (int i = mine.size() - 1; i >= 0 && owned.size() > target; i--) {
         OwnedShard o = mine.get(i);
-        o.checkAssigned = true;
-        while (o.checkAssigned && owned.containsKey(o.id)) {
-          publishAssigned(c, o);
-        }
+        // What cannot go now (a full list) keeps its IDs for the next owner: never hold the shard to wait for it.
+        sendAssigned(c, o, System.nanoTime() + config.leaseTtl().toNanos() / 3);
         if (owned.remove(o.id) != null) {
           leases.release(c, o.id, config.owner(), o.epoch);
           log.info("relay {} released {} (epoch {}) to rebalance across {} relays", config.owner(), o.id, o.epoch,
@@ -466,6 +507,20 @@ public final class DefaultRelay implements Relay {
 
   /** A pending batch Redis accepted, not yet recorded in the database. */
   private record Written(OwnedShard shard, List<OutboxRow> rows, PublishResult result) {}
+
+  /**
+   * Sends what is assigned to the shard until nothing is left, until two calls in a row send nothing (the target is
+   * full: what is left waits, with its IDs, for room), or until the deadline. Returns whether nothing is left.
+   */
+  private boolean sendAssigned(Connection c, OwnedShard o, long deadlineNanos) throws SQLException {
+    o.checkAssigned = true;
+    int idle = 0;
+    while (o.checkAssigned && owned.containsKey(o.id) && System.nanoTime() < deadlineNanos && idle < 2) {
+      PublishOutcome p = publishAssigned(c, o);
+      idle = p.published() + p.republished() > 0 ? 0 : idle + 1;
+    }
+    return !o.checkAssigned;
+  }
 
   /**
    * Sends a page of rows that keep their stream IDs after Redis lost data, else the pending batch recorded in the
