@@ -2,15 +2,14 @@ package dev.handoff.outbox.cli;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import java.net.URI;
-import java.net.URISyntaxException;
-import java.net.URLDecoder;
-import java.nio.charset.StandardCharsets;
+import dev.handoff.outbox.RedisUrl;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.regex.Pattern;
+import redis.clients.jedis.ConnectionPoolConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
-import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.exceptions.JedisException;
 
@@ -22,6 +21,10 @@ public final class Connections {
 
   private static final Pattern JDBC_PASSWORD = Pattern.compile("(?i)(password=)[^&;]*");
   private static final Pattern URI_PASSWORD = Pattern.compile("(//[^:/@]*:)[^@/]*@");
+  /** A password may hold an unescaped '@' (the login ends at the last one), so its rest is masked too. */
+  private static final Pattern URI_PASSWORD_REST = Pattern.compile("(//[^:/@\\s]*:)[^/\\s]*@");
+  /** A Redis URL's login without a colon is a password alone (see {@link RedisUrl}), so all of it is masked. */
+  private static final Pattern REDIS_LONE_PASSWORD = Pattern.compile("(?i)(rediss?://)[^:/\\s]+@");
 
   private Connections() {}
 
@@ -39,7 +42,9 @@ public final class Connections {
     if (url == null) {
       return null;
     }
-    return URI_PASSWORD.matcher(JDBC_PASSWORD.matcher(url).replaceAll("$1***")).replaceAll("$1***@");
+    String masked = URI_PASSWORD.matcher(JDBC_PASSWORD.matcher(url).replaceAll("$1***")).replaceAll("$1***@");
+    masked = URI_PASSWORD_REST.matcher(masked).replaceAll("$1***@");
+    return REDIS_LONE_PASSWORD.matcher(masked).replaceAll("$1***@");
   }
 
   /** Opens a pool and checks it can connect. User and password may be URL parameters. */
@@ -65,47 +70,33 @@ public final class Connections {
     return pool;
   }
 
-  /** Opens a Redis client (RESP2, 2 s timeouts) and checks the server answers. */
+  /**
+   * Opens a Redis client (RESP2, 2 s timeouts) and checks the server answers. The URL is read by
+   * {@link RedisUrl#parse(String)}: user, password, database and {@code rediss://} for TLS.
+   */
   public static RedisClient redis(String redisUrl, int maxConnections) {
-    URI uri;
+    if (redisUrl == null) {
+      throw new UnreachableException("the Redis URL is not a URL: 'null'");
+    }
+    RedisUrl url;
     try {
-      uri = new URI(redisUrl);
-    } catch (URISyntaxException | NullPointerException e) {
-      throw new UnreachableException("the Redis URL is not a URL: '" + mask(redisUrl) + "'");
+      url = RedisUrl.parse(redisUrl);
+    } catch (IllegalArgumentException e) {
+      // One line, and the password is masked already.
+      throw new UnreachableException(e.getMessage());
     }
-    if (!"redis".equals(uri.getScheme()) || uri.getHost() == null) {
-      throw new UnreachableException("the Redis URL must look like redis://[user:password@]host[:port][/db], was '"
-          + mask(redisUrl) + "'");
-    }
-    DefaultJedisClientConfig.Builder client = DefaultJedisClientConfig.builder()
+    JedisClientConfig client = DefaultJedisClientConfig.builder()
+        .from(url.clientConfig())
         .resp2()
         .timeoutMillis(2_000)
-        .clientName("handoff");
-    if (uri.getRawUserInfo() != null) {
-      String[] parts = uri.getRawUserInfo().split(":", 2);
-      if (parts.length == 2) {
-        if (!parts[0].isEmpty()) {
-          client.user(decode(parts[0]));
-        }
-        client.password(decode(parts[1]));
-      } else {
-        client.password(decode(parts[0]));
-      }
-    }
-    String path = uri.getPath();
-    if (path != null && path.length() > 1) {
-      try {
-        client.database(Integer.parseInt(path.substring(1)));
-      } catch (NumberFormatException e) {
-        throw new UnreachableException("the Redis URL's database must be a number, was '" + path.substring(1) + "'");
-      }
-    }
-    redis.clients.jedis.ConnectionPoolConfig pool = new redis.clients.jedis.ConnectionPoolConfig();
+        .clientName("handoff")
+        .build();
+    ConnectionPoolConfig pool = new ConnectionPoolConfig();
     pool.setMaxTotal(maxConnections);
-    pool.setMaxWait(java.time.Duration.ofSeconds(5));
+    pool.setMaxWait(Duration.ofSeconds(5));
     RedisClient redis = RedisClient.builder()
-        .hostAndPort(new HostAndPort(uri.getHost(), uri.getPort() > 0 ? uri.getPort() : 6379))
-        .clientConfig(client.build())
+        .hostAndPort(url.hostAndPort())
+        .clientConfig(client)
         .poolConfig(pool)
         .build();
     try {
@@ -115,10 +106,6 @@ public final class Connections {
       throw new UnreachableException("cannot connect to Redis at " + mask(redisUrl) + ": " + firstLine(e.getMessage()));
     }
     return redis;
-  }
-
-  private static String decode(String s) {
-    return URLDecoder.decode(s, StandardCharsets.UTF_8);
   }
 
   private static String firstLine(String message) {
