@@ -1,5 +1,6 @@
 package dev.handoff.consumer;
 
+import dev.handoff.outbox.RedisUrl;
 import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
@@ -69,9 +70,16 @@ public interface ListConsumer extends AutoCloseable {
     return new ListConsumerBuilder(dataSource, redis);
   }
 
-  /** Starts a builder for a consumer that uses {@code dataSource} and the Redis server at {@code redis://host:port}. */
+  /**
+   * Starts a builder for a consumer that uses {@code dataSource} and the Redis server, login, database and TLS of
+   * {@code redis}, read by {@link RedisUrl#parse(URI)} (for example {@code rediss://app:secret@redis:6380/2}); they
+   * become the builder's {@link ListConsumerBuilder#redisConfig redisConfig}, which a later call replaces as a whole.
+   *
+   * @throws IllegalArgumentException if {@code redis} is not a Redis URL; the message does not show the password
+   */
   static ListConsumerBuilder builder(DataSource dataSource, URI redis) {
-    return new ListConsumerBuilder(dataSource, new HostAndPort(redis.getHost(), redis.getPort()));
+    RedisUrl url = RedisUrl.parse(redis);
+    return new ListConsumerBuilder(dataSource, url.hostAndPort()).redisConfig(url.clientConfig());
   }
 
   /**

@@ -1,5 +1,6 @@
 package dev.handoff.consumer;
 
+import dev.handoff.outbox.RedisUrl;
 import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
@@ -57,9 +58,16 @@ public interface StreamConsumer extends AutoCloseable {
     return new StreamConsumerBuilder(dataSource, redis);
   }
 
-  /** Starts a builder for a consumer that uses {@code dataSource} and the Redis server at {@code redis://host:port}. */
+  /**
+   * Starts a builder for a consumer that uses {@code dataSource} and the Redis server, login, database and TLS of
+   * {@code redis}, read by {@link RedisUrl#parse(URI)} (for example {@code rediss://app:secret@redis:6380/2}); they
+   * become the builder's {@link StreamConsumerBuilder#redisConfig redisConfig}, which a later call replaces as a whole.
+   *
+   * @throws IllegalArgumentException if {@code redis} is not a Redis URL; the message does not show the password
+   */
   static StreamConsumerBuilder builder(DataSource dataSource, URI redis) {
-    return new StreamConsumerBuilder(dataSource, new HostAndPort(redis.getHost(), redis.getPort()));
+    RedisUrl url = RedisUrl.parse(redis);
+    return new StreamConsumerBuilder(dataSource, url.hostAndPort()).redisConfig(url.clientConfig());
   }
 
   /**
