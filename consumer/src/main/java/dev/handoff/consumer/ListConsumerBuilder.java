@@ -231,11 +231,31 @@ public final class ListConsumerBuilder {
     if (maxBackoff == null && initial != null && max != null && initial.compareTo(max) > 0) {
       initial = max;
     }
+    requireValidListSettings(interval, initial, max);
     return new ConsumerConfig(schema, keyPrefix, topic, group,
         consumerName != null ? consumerName : ConsumerNames.generate(), handler, batchHandler, workers, batchSize,
         block, heartbeatTtl, interval, reapInterval, maxDeliveries, initial, max, StartPosition.BEGINNING,
         failureIsolation, redisPoolWait, StreamConsumerBuilder.DEFAULT_STATUS_SCAN_LIMIT, inboxRetention, listener,
         clock);
+  }
+
+  /**
+   * Checks the settings the shared config knows by stream names (minIdle, leaseRenewInterval, reclaimInterval), so
+   * that an error names the setting of this builder the user actually set. The rules are the config's own.
+   */
+  private void requireValidListSettings(Duration interval, Duration initial, Duration max) {
+    ConsumerConfig.requirePositive("heartbeatTtl", heartbeatTtl);
+    ConsumerConfig.requirePositive("heartbeatInterval", interval);
+    if (interval.multipliedBy(2).compareTo(heartbeatTtl) >= 0) {
+      throw new IllegalArgumentException("heartbeatInterval must be less than heartbeatTtl / 2 (heartbeatTtl "
+          + heartbeatTtl + "), was " + interval);
+    }
+    ConsumerConfig.requirePositive("reapInterval", reapInterval);
+    ConsumerConfig.requirePositive("initialBackoff", initial);
+    ConsumerConfig.requirePositive("maxBackoff", max);
+    if (max.compareTo(heartbeatTtl) > 0) {
+      throw new IllegalArgumentException("maxBackoff must not exceed heartbeatTtl (" + heartbeatTtl + "), was " + max);
+    }
   }
 
   /**
