@@ -38,7 +38,7 @@ public final class RelayCommand implements Callable<Integer> {
   String jdbcUrl;
 
   @Option(names = "--redis-url", defaultValue = "${env:HANDOFF_REDIS_URL:-redis://127.0.0.1:6379}",
-      description = "redis://[user:password@]host[:port][/db] (env HANDOFF_REDIS_URL; default ${DEFAULT-VALUE})")
+      description = "redis[s]://[[user]:password@]host[:port][/db] (env HANDOFF_REDIS_URL; default ${DEFAULT-VALUE})")
   String redisUrl;
 
   @Option(names = "--topics", defaultValue = "${env:HANDOFF_TOPICS}", split = ",",

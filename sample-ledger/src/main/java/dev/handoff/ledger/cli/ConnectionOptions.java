@@ -5,12 +5,9 @@ import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.LedgerMigrations;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.migrations.SchemaNames;
+import dev.handoff.outbox.RedisUrl;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.cli.Connections;
-import java.net.URI;
-import java.net.URISyntaxException;
-import java.net.URLDecoder;
-import java.nio.charset.StandardCharsets;
 import picocli.CommandLine.Option;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
@@ -25,7 +22,7 @@ public final class ConnectionOptions {
   String jdbcUrl;
 
   @Option(names = "--redis-url", defaultValue = "${env:HANDOFF_REDIS_URL}",
-      description = "redis://[user:password@]host[:port][/db] (env HANDOFF_REDIS_URL)")
+      description = "redis[s]://[[user]:password@]host[:port][/db] (env HANDOFF_REDIS_URL)")
   String redisUrl;
 
   @Option(names = "--schema", defaultValue = "${env:HANDOFF_SCHEMA:-" + HandoffMigrations.DEFAULT_SCHEMA + "}",
@@ -102,38 +99,15 @@ public final class ConnectionOptions {
     }
   }
 
+  /** The server and login of {@code url}, read by {@link RedisUrl#parse(String)} as the relay's CLI reads it. */
   static RedisTarget parseRedisUrl(String url) {
-    URI uri;
+    RedisUrl parsed;
     try {
-      uri = new URI(url);
-    } catch (URISyntaxException e) {
-      throw new LedgerException("the Redis URL is not a URL: '" + Connections.mask(url) + "'");
+      parsed = RedisUrl.parse(url);
+    } catch (IllegalArgumentException e) {
+      throw new LedgerException(e.getMessage()); // one line, the password masked
     }
-    if (!"redis".equals(uri.getScheme()) || uri.getHost() == null) {
-      throw new LedgerException("the Redis URL must look like redis://[user:password@]host[:port][/db], was '"
-          + Connections.mask(url) + "'");
-    }
-    DefaultJedisClientConfig.Builder config = DefaultJedisClientConfig.builder().timeoutMillis(5_000);
-    if (uri.getRawUserInfo() != null) {
-      String[] parts = uri.getRawUserInfo().split(":", 2);
-      if (parts.length == 2) {
-        if (!parts[0].isEmpty()) {
-          config.user(URLDecoder.decode(parts[0], StandardCharsets.UTF_8));
-        }
-        config.password(URLDecoder.decode(parts[1], StandardCharsets.UTF_8));
-      } else {
-        config.password(URLDecoder.decode(parts[0], StandardCharsets.UTF_8));
-      }
-    }
-    String path = uri.getPath();
-    if (path != null && path.length() > 1) {
-      try {
-        config.database(Integer.parseInt(path.substring(1)));
-      } catch (NumberFormatException e) {
-        throw new LedgerException("the Redis URL's database must be a number, was '" + path.substring(1) + "'");
-      }
-    }
-    return new RedisTarget(new HostAndPort(uri.getHost(), uri.getPort() > 0 ? uri.getPort() : 6379),
-        config.build());
+    return new RedisTarget(parsed.hostAndPort(),
+        DefaultJedisClientConfig.builder().from(parsed.clientConfig()).timeoutMillis(5_000).build());
   }
 }
