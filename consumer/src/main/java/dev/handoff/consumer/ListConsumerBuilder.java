@@ -3,6 +3,7 @@ package dev.handoff.consumer;
 import dev.handoff.consumer.internal.ConsumerNames;
 import dev.handoff.consumer.internal.DefaultListConsumer;
 import dev.handoff.consumer.internal.JooqHandlers;
+import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
@@ -50,6 +51,7 @@ public final class ListConsumerBuilder {
   private Duration redisPoolWait = DEFAULT_REDIS_POOL_WAIT;
   private ConsumerListener listener = ConsumerListener.NOOP;
   private InboxRetention inboxRetention = InboxRetention.defaults();
+  private ConsumerFaults faults = ConsumerFaults.NONE;
   private Clock clock = Clock.systemUTC();
 
   ListConsumerBuilder(DataSource dataSource, HostAndPort redis) {
@@ -210,6 +212,17 @@ public final class ListConsumerBuilder {
     return this;
   }
 
+  /**
+   * Test seam: a hook called where a crash matters (inside the batch transaction, and after its commit before the
+   * acknowledgement), so that a test or a demo can kill a worker there with a
+   * {@link dev.handoff.outbox.testkit.SimulatedCrash}; see {@link ConsumerFaults}. Not for production use.
+   * Defaults to {@link ConsumerFaults#NONE}.
+   */
+  public ListConsumerBuilder faults(ConsumerFaults faults) {
+    this.faults = Objects.requireNonNull(faults, "faults");
+    return this;
+  }
+
   /** Metrics callbacks. Defaults to {@link ConsumerListener#NOOP}. */
   public ListConsumerBuilder listener(ConsumerListener listener) {
     this.listener = listener;
@@ -265,6 +278,6 @@ public final class ListConsumerBuilder {
    * @throws IllegalArgumentException naming the first invalid setting
    */
   public ListConsumer build() {
-    return new DefaultListConsumer(config(), dataSource, redis, redisConfig);
+    return new DefaultListConsumer(config(), dataSource, redis, redisConfig, faults);
   }
 }

@@ -3,6 +3,7 @@ package dev.handoff.consumer;
 import dev.handoff.consumer.internal.ConsumerNames;
 import dev.handoff.consumer.internal.DefaultStreamConsumer;
 import dev.handoff.consumer.internal.JooqHandlers;
+import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
@@ -52,6 +53,7 @@ public final class StreamConsumerBuilder {
   private int statusScanLimit = DEFAULT_STATUS_SCAN_LIMIT;
   private ConsumerListener listener = ConsumerListener.NOOP;
   private InboxRetention inboxRetention = InboxRetention.defaults();
+  private ConsumerFaults faults = ConsumerFaults.NONE;
   private Clock clock = Clock.systemUTC();
 
   StreamConsumerBuilder(DataSource dataSource, HostAndPort redis) {
@@ -239,6 +241,17 @@ public final class StreamConsumerBuilder {
     return this;
   }
 
+  /**
+   * Test seam: a hook called where a crash matters (inside the batch transaction, and after its commit before the
+   * acknowledgement), so that a test or a demo can kill a worker there with a
+   * {@link dev.handoff.outbox.testkit.SimulatedCrash}; see {@link ConsumerFaults}. Not for production use.
+   * Defaults to {@link ConsumerFaults#NONE}.
+   */
+  public StreamConsumerBuilder faults(ConsumerFaults faults) {
+    this.faults = Objects.requireNonNull(faults, "faults");
+    return this;
+  }
+
   /** Metrics callbacks. Defaults to {@link ConsumerListener#NOOP}. */
   public StreamConsumerBuilder listener(ConsumerListener listener) {
     this.listener = listener;
@@ -273,6 +286,6 @@ public final class StreamConsumerBuilder {
    * @throws NullPointerException naming a required setting that is missing
    */
   public StreamConsumer build() {
-    return new DefaultStreamConsumer(config(), dataSource, redis, redisConfig);
+    return new DefaultStreamConsumer(config(), dataSource, redis, redisConfig, faults);
   }
 }

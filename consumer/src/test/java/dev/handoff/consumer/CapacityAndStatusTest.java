@@ -1,12 +1,9 @@
 package dev.handoff.consumer;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
-import dev.handoff.consumer.internal.DefaultStreamConsumer;
-import dev.handoff.consumer.internal.FaultHook;
+import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.StreamMessage;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;
@@ -20,6 +17,8 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.params.XTrimParams;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 @HandoffTest
 class CapacityAndStatusTest {
@@ -77,12 +76,11 @@ class CapacityAndStatusTest {
       assertThat(status.drained()).isFalse();
 
       // a consumer dies holding 10: pending and backlog now both non-zero, and still different
-      StreamConsumer doomed = f.consumer("s1").consumerName("doomed").batchSize(10).build();
-      ((DefaultStreamConsumer) doomed).faultHook(p -> {
-        if (p == FaultHook.Point.BEFORE_COMMIT) {
+      StreamConsumer doomed = f.consumer("s1").consumerName("doomed").batchSize(10).faults(p -> {
+        if (p == ConsumerFaults.Point.BEFORE_COMMIT) {
           throw new SimulatedCrash("before commit");
         }
-      });
+      }).build();
       assertThatThrownBy(doomed::pollOnce).isInstanceOf(SimulatedCrash.class);
       doomed.close();
       // a tombstone after the last-delivered ID: 7.0's lag would go nil; the counted backlog stays exact

@@ -3,11 +3,14 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.consumer.testkit.ConsumerTestKit;
+import dev.handoff.outbox.StreamMessage;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 
@@ -32,6 +35,32 @@ class ConsumerLifecycleTest {
     Fixture f = new Fixture(env, "race-list");
     race("handoff-list-consumer-", group -> TransportSide.listConsumer(env, f, group)
         .handler(f.effect(group, null)).build());
+  }
+
+  @Test
+  void anErrorThrownByAListenerIsLoggedAndTheWorkersCarryOn() throws Exception {
+    Fixture f = new Fixture(env, "listener-error");
+    f.createGroupAtStart("g");
+    AtomicBoolean thrown = new AtomicBoolean();
+    try (StreamConsumer consumer = f.consumer("g").listener(new ConsumerListener() {
+      @Override
+      public void handled(InboundMessage m) {
+        if (thrown.compareAndSet(false, true)) {
+          throw new StackOverflowError("a listener's bug");
+        }
+      }
+    }).build()) {
+      consumer.start();
+      List<UUID> first = f.publishMany(3).stream().map(StreamMessage::messageId).toList();
+      ConsumerTestKit.awaitProcessed(consumer, first, Duration.ofSeconds(10));
+      assertThat(thrown).isTrue();
+      // The worker survived the Error: what comes next is handled too, and everything is acknowledged.
+      List<UUID> next = f.publishMany(3).stream().map(StreamMessage::messageId).toList();
+      ConsumerTestKit.awaitProcessed(consumer, next, Duration.ofSeconds(10));
+      ConsumerTestKit.awaitDrained(consumer, Duration.ofSeconds(10));
+    }
+    assertThat(f.effectCount("g")).isEqualTo(6);
+    assertThat(f.doubleEffects("g")).isZero();
   }
 
   /**

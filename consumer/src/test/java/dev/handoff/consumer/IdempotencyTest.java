@@ -1,13 +1,9 @@
 package dev.handoff.consumer;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.awaitility.Awaitility.await;
-
-import dev.handoff.consumer.internal.DefaultStreamConsumer;
-import dev.handoff.consumer.internal.FaultHook;
+import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.StreamMessage;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;
@@ -22,6 +18,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import redis.clients.jedis.resps.StreamPendingEntry;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 @HandoffTest
 class IdempotencyTest {
@@ -137,12 +136,11 @@ class IdempotencyTest {
     Fixture f = new Fixture(env, "kill-after-commit");
     List<StreamMessage> messages = List.of(f.message(), f.message(), f.message());
     messages.forEach(f::publish);
-    StreamConsumer doomed = f.consumer("kac").consumerName("doomed").build();
-    ((DefaultStreamConsumer) doomed).faultHook(point -> {
-      if (point == FaultHook.Point.AFTER_COMMIT) {
+    StreamConsumer doomed = f.consumer("kac").consumerName("doomed").faults(point -> {
+      if (point == ConsumerFaults.Point.AFTER_COMMIT) {
         throw new SimulatedCrash("after commit");
       }
-    });
+    }).build();
     assertThatThrownBy(doomed::pollOnce).isInstanceOf(SimulatedCrash.class);
     assertThat(f.effectCount("kac")).isEqualTo(3);
     assertThat(f.inboxCount("kac")).isEqualTo(3);
@@ -174,12 +172,11 @@ class IdempotencyTest {
       invocations.add(m.messageId() + "#" + m.deliveries());
       effect.handle(tx, m);
     };
-    StreamConsumer doomed = f.consumer("kit").consumerName("doomed").handler(counting).build();
-    ((DefaultStreamConsumer) doomed).faultHook(point -> {
-      if (point == FaultHook.Point.BEFORE_COMMIT) {
+    StreamConsumer doomed = f.consumer("kit").consumerName("doomed").handler(counting).faults(point -> {
+      if (point == ConsumerFaults.Point.BEFORE_COMMIT) {
         throw new SimulatedCrash("inside the transaction");
       }
-    });
+    }).build();
     assertThatThrownBy(doomed::pollOnce).isInstanceOf(SimulatedCrash.class);
     assertThat(f.effectCount("kit")).isZero();
     assertThat(f.inboxCount("kit")).isZero();

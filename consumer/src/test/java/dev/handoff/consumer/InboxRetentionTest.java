@@ -1,10 +1,6 @@
 package dev.handoff.consumer;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
-import dev.handoff.consumer.internal.DefaultListConsumer;
-import dev.handoff.consumer.internal.FaultHook;
+import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.Outbox;
@@ -12,6 +8,7 @@ import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.StreamMessage;
 import dev.handoff.outbox.Transport;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.nio.charset.StandardCharsets;
@@ -24,6 +21,8 @@ import java.util.UUID;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * Inbox retention: markers past the dedup window go, in batches, but never one whose message can still come back,
@@ -108,16 +107,15 @@ class InboxRetentionTest {
       // heartbeat keeps the survivor's reaper off them until the test lets it go)
       ids.addAll(append(null, f.topic, 2));
       TransportSide.publishAll(env, relay);
-      DefaultListConsumer doomed = (DefaultListConsumer) TransportSide.listConsumer(env, f, "lw")
+      ListConsumer doomed = TransportSide.listConsumer(env, f, "lw")
           .consumerName("doomed").batchSize(2).heartbeatTtl(Duration.ofSeconds(60))
-          .heartbeatInterval(Duration.ofSeconds(10)).handler(effect).build();
-      doomed.faultHook(point -> {
-        if (point == FaultHook.Point.AFTER_COMMIT) {
+          .heartbeatInterval(Duration.ofSeconds(10)).handler(effect).faults(point -> {
+        if (point == ConsumerFaults.Point.AFTER_COMMIT) {
           throw new SimulatedCrash("after commit, before LREM");
         }
-      });
+      }).build();
       assertThatThrownBy(doomed::pollOnce).isInstanceOf(SimulatedCrash.class);
-      doomed.halt();
+      ConsumerTestKit.kill(doomed);
       assertThat(env.redis().llen(doomedProcessing)).isEqualTo(2);
       // rows 8-9: consumed, then row 8 pushed again (a duplicate push) and not yet taken
       ids.addAll(append(null, f.topic, 2));

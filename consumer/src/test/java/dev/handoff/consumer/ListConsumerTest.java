@@ -1,18 +1,15 @@
 package dev.handoff.consumer;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.awaitility.Awaitility.await;
-
-import dev.handoff.consumer.internal.DefaultListConsumer;
-import dev.handoff.consumer.internal.FaultHook;
 import dev.handoff.consumer.internal.ListQueues;
+import dev.handoff.consumer.testkit.ConsumerFaults;
+import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.nio.charset.StandardCharsets;
@@ -29,6 +26,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.args.ListDirection;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 /**
  * The list transport end to end: the relay pushes outbox rows onto a Redis list, {@link ListConsumer}s take them
@@ -81,14 +81,13 @@ class ListConsumerTest {
       assertThat(relay.relayOnce().published()).isEqualTo(3);
     }
     String list = list(f.topic);
-    DefaultListConsumer crashed = (DefaultListConsumer) consumer(f).consumerName("a").build();
-    crashed.faultHook(point -> {
-      if (point == FaultHook.Point.BEFORE_COMMIT) {
+    ListConsumer crashed = consumer(f).consumerName("a").faults(point -> {
+      if (point == ConsumerFaults.Point.BEFORE_COMMIT) {
         throw new SimulatedCrash("after BLMOVE, before commit");
       }
-    });
+    }).build();
     assertThatThrownBy(crashed::pollOnce).isInstanceOf(SimulatedCrash.class);
-    crashed.halt();
+    ConsumerTestKit.kill(crashed);
     String processingA = ListFormat.processingKey(list, "a-0");
     assertThat(env.redis().llen(list)).isZero();
     assertThat(env.redis().llen(processingA)).isEqualTo(3);
@@ -135,13 +134,12 @@ class ListConsumerTest {
     String list = list(f.topic);
     java.util.concurrent.atomic.AtomicBoolean died = new java.util.concurrent.atomic.AtomicBoolean();
     // A group of its own: the other tests count the markers of group "g".
-    try (DefaultListConsumer survivorProcess = (DefaultListConsumer) consumer(f).group("died")
-        .handler(f.effect("died", null)).consumerName("a").workers(1).build()) {
-      survivorProcess.faultHook(point -> {
-        if (point == FaultHook.Point.BEFORE_COMMIT && died.compareAndSet(false, true)) {
+    try (ListConsumer survivorProcess = consumer(f).group("died")
+        .handler(f.effect("died", null)).consumerName("a").workers(1).faults(point -> {
+        if (point == ConsumerFaults.Point.BEFORE_COMMIT && died.compareAndSet(false, true)) {
           throw new SimulatedCrash("worker thread dies inside a live process");
         }
-      });
+      }).build()) {
       survivorProcess.start();
       await().atMost(Duration.ofSeconds(10)).untilTrue(died);
       assertThat(env.redis().llen(ListFormat.processingKey(list, "a-0"))).isEqualTo(3);
@@ -167,14 +165,13 @@ class ListConsumerTest {
       relay.relayOnce();
     }
     String list = list(f.topic);
-    DefaultListConsumer crashed = (DefaultListConsumer) consumer(f).consumerName("a").build();
-    crashed.faultHook(point -> {
-      if (point == FaultHook.Point.AFTER_COMMIT) {
+    ListConsumer crashed = consumer(f).consumerName("a").faults(point -> {
+      if (point == ConsumerFaults.Point.AFTER_COMMIT) {
         throw new SimulatedCrash("after commit, before LREM");
       }
-    });
+    }).build();
     assertThatThrownBy(crashed::pollOnce).isInstanceOf(SimulatedCrash.class);
-    crashed.halt();
+    ConsumerTestKit.kill(crashed);
     assertThat(f.effectCount("g")).isEqualTo(3);
     assertThat(env.redis().llen(ListFormat.processingKey(list, "a-0"))).isEqualTo(3);
 

@@ -1,12 +1,9 @@
 package dev.handoff.consumer;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
-import dev.handoff.consumer.internal.DefaultStreamConsumer;
-import dev.handoff.consumer.internal.FaultHook;
+import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.StreamMessage;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;
@@ -26,6 +23,8 @@ import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.params.XClaimParams;
 import redis.clients.jedis.params.XReadGroupParams;
 import redis.clients.jedis.resps.StreamPendingEntry;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 @HandoffTest
 class RecoveryTest {
@@ -81,12 +80,11 @@ class RecoveryTest {
     List<StreamMessage> messages = List.of(f.message(), f.message(), f.message());
     List<String> ids = new ArrayList<>();
     messages.forEach(m -> ids.add(f.publish(m)));
-    StreamConsumer crashed = f.consumer("g").consumerName("stable").build();
-    ((DefaultStreamConsumer) crashed).faultHook(point -> {
-      if (point == FaultHook.Point.BEFORE_COMMIT) {
+    StreamConsumer crashed = f.consumer("g").consumerName("stable").faults(point -> {
+      if (point == ConsumerFaults.Point.BEFORE_COMMIT) {
         throw new SimulatedCrash("before commit");
       }
-    });
+    }).build();
     assertThatThrownBy(crashed::pollOnce).isInstanceOf(SimulatedCrash.class);
     crashed.close();
     assertThat(f.pending("g")).hasSize(3);
@@ -189,7 +187,7 @@ class RecoveryTest {
           new StreamEntryID(id));
       assertThat(f.pending("g").get(0).getIdleTime()).isGreaterThanOrEqualTo(60_000);
 
-      ((DefaultStreamConsumer) owner).renewLeasesNow();
+      ConsumerTestKit.renewLeasesNow(owner);
 
       StreamPendingEntry renewed = f.pending("g").get(0);
       assertThat(renewed.getConsumerName()).isEqualTo("owner-0");
@@ -241,7 +239,7 @@ class RecoveryTest {
         f.redis.xclaimJustId(f.streamKey(), "ll", "thief-0", 0, XClaimParams.xClaimParams().idle(60_000),
             new StreamEntryID(id));
 
-        ((DefaultStreamConsumer) a).renewLeasesNow();
+        ConsumerTestKit.renewLeasesNow(a);
 
         List<StreamPendingEntry> after = f.pending("ll");
         assertThat(after).hasSize(1);

@@ -2,6 +2,8 @@ package dev.handoff.outbox;
 
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.internal.DefaultRelay;
+import dev.handoff.outbox.testkit.RelayFaults;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.time.Clock;
@@ -35,6 +37,7 @@ public final class RelayBuilder {
 
   private final DataSource dataSource;
   private final UnifiedJedis redis;
+  private RelayFaults faults = RelayFaults.NONE;
   private String schema = HandoffMigrations.DEFAULT_SCHEMA;
   private String keyPrefix = StreamFormat.DEFAULT_KEY_PREFIX;
   private final List<TopicConfig> topics = new ArrayList<>();
@@ -218,6 +221,16 @@ public final class RelayBuilder {
   }
 
   /**
+   * Test seam: fault hooks called at the relay's crash points, so that a test (or a demo) can kill the relay where
+   * it matters; see {@link RelayFaults} and {@link SimulatedCrash}. Not for production use. Defaults to
+   * {@link RelayFaults#NONE}.
+   */
+  public RelayBuilder faults(RelayFaults faults) {
+    this.faults = Objects.requireNonNull(faults, "faults");
+    return this;
+  }
+
+  /**
    * Validates the settings and builds the relay (not started).
    *
    * @throws IllegalArgumentException naming the first invalid setting
@@ -228,7 +241,7 @@ public final class RelayBuilder {
         retentionBatchSize, maintenanceInterval, trimLimit, trimStreams, trimSlack,
         retentionBudget != null ? retentionBudget : half(maintenanceInterval), drainTimeout, listener, clock,
         transport, listCapacity);
-    return new DefaultRelay(dataSource, redis, config);
+    return new DefaultRelay(dataSource, redis, config, faults);
   }
 
   private static Duration half(Duration interval) {

@@ -4,9 +4,8 @@ import dev.handoff.consumer.ConsumerStatus;
 import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.StreamConsumer;
-import dev.handoff.consumer.internal.DefaultListConsumer;
-import dev.handoff.consumer.internal.DefaultStreamConsumer;
-import dev.handoff.consumer.internal.FaultHook;
+import dev.handoff.consumer.testkit.ConsumerFaults;
+import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
@@ -14,8 +13,8 @@ import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.StreamMessage;
 import dev.handoff.outbox.Transport;
-import dev.handoff.outbox.internal.DefaultRelay;
-import dev.handoff.outbox.internal.RelayFaults;
+import dev.handoff.outbox.testkit.RelayFaults;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import java.io.PrintWriter;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -179,15 +178,6 @@ public final class Demo {
     }
   }
 
-  /** Thrown by the fault hooks to kill a thread at a chosen point. */
-  static final class DemoCrash extends Error {
-    private static final long serialVersionUID = 1L;
-
-    DemoCrash(String where) {
-      super("demo fault: " + where, null, false, false);
-    }
-  }
-
   private final DataSource dataSource;
   private final UnifiedJedis redis;
   private final HostAndPort redisServer;
@@ -222,17 +212,7 @@ public final class Demo {
    */
   public static Report run(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer,
       JedisClientConfig redisConfig, Config config, PrintWriter out) {
-    Thread.UncaughtExceptionHandler previous = Thread.getDefaultUncaughtExceptionHandler();
-    Thread.setDefaultUncaughtExceptionHandler((t, e) -> {
-      if (!(e instanceof DemoCrash)) {
-        System.err.println("Exception in thread \"" + t.getName() + "\" " + e);
-      }
-    });
-    try {
-      return new Demo(dataSource, redis, redisServer, redisConfig, config, out).run();
-    } finally {
-      Thread.setDefaultUncaughtExceptionHandler(previous);
-    }
+    return new Demo(dataSource, redis, redisServer, redisConfig, config, out).run();
   }
 
   private Report run() {
@@ -244,8 +224,7 @@ public final class Demo {
     String push = lists ? "RPUSH" : "XADD";
     String ack = lists ? "LREM" : "XACK";
 
-    Relay relay1 = relay("relay-1");
-    ((DefaultRelay) relay1).faults(new RelayFaults() {
+    Relay relay1 = relay("relay-1", new RelayFaults() {
       @Override
       public void afterStreamWrite(ShardId shard, int rows) {
         long written = relay1Written.addAndGet(rows);
@@ -253,23 +232,18 @@ public final class Demo {
           relayResent.set(rows);
           event("FAULT relay-1 killed after %s of %,d rows of shard %s, before marking them published", push, rows,
               shard);
-          throw new DemoCrash("relay killed after " + push);
+          throw new SimulatedCrash("relay killed after " + push);
         }
       }
     });
-    LedgerConsumer a = ledger("ledger-a");
-    FaultHook killAfterCommit = point -> {
-      if (point == FaultHook.Point.AFTER_COMMIT && charged() >= n / 4 && consumerKilled.compareAndSet(false, true)) {
+    LedgerConsumer a = ledger("ledger-a", point -> {
+      if (point == ConsumerFaults.Point.AFTER_COMMIT && charged() >= n / 4
+          && consumerKilled.compareAndSet(false, true)) {
         event("FAULT ledger-a: worker %s killed after its batch committed, before %s: the batch stays %s, already"
             + " charged", Thread.currentThread().getName(), ack, lists ? "in its processing list" : "pending");
-        throw new DemoCrash("consumer killed after commit");
+        throw new SimulatedCrash("consumer killed after commit");
       }
-    };
-    if (lists) {
-      ((DefaultListConsumer) a.listConsumer()).faultHook(killAfterCommit);
-    } else {
-      ((DefaultStreamConsumer) a.consumer()).faultHook(killAfterCommit);
-    }
+    });
     LedgerConsumer b = ledger("ledger-b");
     NaiveConsumer naive = lists ? null : new NaiveConsumer(dataSource, redis, config.schema(), config.keyPrefix(),
         NaiveConsumer.DEFAULT_GROUP, "naive", 2, 100, config.minIdle());
@@ -278,7 +252,7 @@ public final class Demo {
         if (naive.charged() >= n / 4 && naiveKilled.compareAndSet(false, true)) {
           naiveChargedAtCrash.set(naive.charged());
           event("FAULT naive worker %s killed after its commit, before XACK", Thread.currentThread().getName());
-          throw new DemoCrash("naive consumer killed after commit");
+          throw new SimulatedCrash("naive consumer killed after commit");
         }
       });
     }
@@ -324,7 +298,7 @@ public final class Demo {
           consumerRestarted = true;
           if (lists) {
             // A dead worker's consumer still beats for it: stop the whole consumer as a killed process stops.
-            ((DefaultListConsumer) a.listConsumer()).halt();
+            ConsumerTestKit.kill(a.listConsumer());
             a.close(Duration.ofSeconds(1));
             LedgerConsumer a2 = ledger("ledger-a2");
             a2.start();
@@ -412,7 +386,12 @@ public final class Demo {
   }
 
   private Relay relay(String owner) {
+    return relay(owner, RelayFaults.NONE);
+  }
+
+  private Relay relay(String owner, RelayFaults faults) {
     RelayBuilder builder = Relay.builder(dataSource, redis)
+        .faults(faults)
         .schema(config.schema())
         .keyPrefix(config.keyPrefix())
         .topic(PaymentEvents.TOPIC_CONFIG)
@@ -428,7 +407,12 @@ public final class Demo {
   }
 
   private LedgerConsumer ledger(String name) {
+    return ledger(name, ConsumerFaults.NONE);
+  }
+
+  private LedgerConsumer ledger(String name, ConsumerFaults faults) {
     LedgerConsumer c = LedgerConsumer.builder(dataSource, redisServer)
+        .faults(faults)
         .redisConfig(redisConfig)
         .schema(config.schema())
         .keyPrefix(config.keyPrefix())

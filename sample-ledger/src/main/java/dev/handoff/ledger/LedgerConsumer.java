@@ -9,9 +9,10 @@ import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.ListConsumerBuilder;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.StreamConsumerBuilder;
+import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.Transport;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.Transport;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
@@ -89,7 +90,8 @@ public final class LedgerConsumer implements AutoCloseable {
           .maxDeliveries(b.maxDeliveries)
           .backoff(initialBackoff, maxBackoff)
           .inboxRetention(b.inboxRetention)
-          .listener(listener);
+          .listener(listener)
+          .faults(b.faults);
       if (b.consumerName != null) {
         builder.consumerName(b.consumerName);
       }
@@ -112,7 +114,8 @@ public final class LedgerConsumer implements AutoCloseable {
           .maxDeliveries(b.maxDeliveries)
           .backoff(initialBackoff, maxBackoff)
           .inboxRetention(b.inboxRetention)
-          .listener(listener);
+          .listener(listener)
+          .faults(b.faults);
       if (b.consumerName != null) {
         builder.consumerName(b.consumerName);
       }
@@ -236,6 +239,7 @@ public final class LedgerConsumer implements AutoCloseable {
     private Duration maxBackoff = Duration.ofSeconds(10);
     private boolean persistStats = true;
     private ConsumerListener listener;
+    private ConsumerFaults faults = ConsumerFaults.NONE;
     private InboxRetention inboxRetention = InboxRetention.defaults();
 
     private Builder(DataSource dataSource, HostAndPort redis) {
@@ -345,6 +349,12 @@ public final class LedgerConsumer implements AutoCloseable {
     /** One more listener, called after the counters. */
     public Builder listener(ConsumerListener listener) {
       this.listener = listener;
+      return this;
+    }
+
+    /** Test seam: where to kill a worker, for the demo's and the tests' faults; see {@link ConsumerFaults}. */
+    public Builder faults(ConsumerFaults faults) {
+      this.faults = Objects.requireNonNull(faults, "faults");
       return this;
     }
 

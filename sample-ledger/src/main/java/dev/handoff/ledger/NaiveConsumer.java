@@ -1,6 +1,7 @@
 package dev.handoff.ledger;
 
 import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -97,6 +98,14 @@ public final class NaiveConsumer implements AutoCloseable {
       String name = consumerName + "-" + i;
       Thread t = new Thread(() -> run(name), "ledger-naive-" + name);
       t.setDaemon(true);
+      // The demo kills these threads on purpose: one line for that, the whole trace for anything else.
+      t.setUncaughtExceptionHandler((thread, e) -> {
+        if (e instanceof SimulatedCrash) {
+          log.warn("naive consumer: {} stopped by a {}", thread.getName(), e.getMessage());
+        } else {
+          log.error("naive consumer: {} died", thread.getName(), e);
+        }
+      });
       threads.add(t);
       t.start();
     }

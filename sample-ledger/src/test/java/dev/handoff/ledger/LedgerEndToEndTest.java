@@ -1,17 +1,14 @@
 package dev.handoff.ledger;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
-import dev.handoff.consumer.internal.DefaultStreamConsumer;
-import dev.handoff.consumer.internal.FaultHook;
+import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;
@@ -27,6 +24,8 @@ import org.junit.jupiter.api.Test;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.resps.StreamEntry;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * The whole chain in one JVM: 10,000 payments through the payment service, a relay, and three ledger consumers whose
@@ -49,26 +48,11 @@ class LedgerEndToEndTest {
     this.env = env;
   }
 
-  /** Kills a worker thread at the point where the hook fires, as a crash would. */
-  static final class Killed extends Error {
-    private static final long serialVersionUID = 1L;
-
-    Killed(String where) {
-      super("killed " + where, null, false, false);
-    }
-  }
-
   @Test
   void tenThousandPaymentsWithConsumerThreadsKilledAtRandomAndAFullReplayAreChargedExactlyOnce() {
     // given
     long seed = System.nanoTime();
     Random random = new Random(seed);
-    Thread.UncaughtExceptionHandler previous = Thread.getDefaultUncaughtExceptionHandler();
-    Thread.setDefaultUncaughtExceptionHandler((t, e) -> {
-      if (!(e instanceof Killed) && previous != null) {
-        previous.uncaughtException(t, e);
-      }
-    });
     LedgerMigrations.migrate(env.dataSource(), env.schema());
     PaymentService payments = new PaymentService(env.dataSource(), env.schema());
     AtomicLong trimmed = new AtomicLong();
@@ -91,13 +75,13 @@ class LedgerEndToEndTest {
     int[] generation = {0};
 
     java.util.function.IntFunction<LedgerConsumer> startConsumer = slot -> {
-      LedgerConsumer c = consumer("c" + slot + "-" + generation[0]++);
-      ((DefaultStreamConsumer) c.consumer()).faultHook(point -> {
+      LedgerConsumer c = consumer("c" + slot + "-" + generation[0]++, point -> {
         synchronized (random) {
           if (!dead[slot] && kills.get() < MAX_KILLS && random.nextInt(40) == 0) {
             dead[slot] = true;
             kills.incrementAndGet();
-            throw new Killed(point == FaultHook.Point.AFTER_COMMIT ? "after commit, before XACK" : "before commit");
+            throw new SimulatedCrash(
+                point == ConsumerFaults.Point.AFTER_COMMIT ? "after commit, before XACK" : "before commit");
           }
         }
       });
@@ -187,7 +171,6 @@ class LedgerEndToEndTest {
         }
       }
       relay.close();
-      Thread.setDefaultUncaughtExceptionHandler(previous);
     }
   }
 
@@ -202,8 +185,9 @@ class LedgerEndToEndTest {
     }
   }
 
-  private LedgerConsumer consumer(String name) {
+  private LedgerConsumer consumer(String name, ConsumerFaults faults) {
     return LedgerConsumer.builder(env.dataSource(), HostAndPort.from(env.redisUri().getAuthority()))
+        .faults(faults)
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
         .consumerName(name)

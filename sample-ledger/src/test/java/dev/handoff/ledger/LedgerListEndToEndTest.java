@@ -1,14 +1,12 @@
 package dev.handoff.ledger;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import dev.handoff.consumer.ListStatus;
-import dev.handoff.consumer.internal.DefaultListConsumer;
-import dev.handoff.consumer.internal.FaultHook;
+import dev.handoff.consumer.testkit.ConsumerFaults;
+import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.Transport;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;
@@ -16,8 +14,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.HostAndPort;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * The ledger on the list transport, in one JVM: 3,000 payments through the payment service, a list relay with a small
@@ -42,24 +43,9 @@ class LedgerListEndToEndTest {
     this.env = env;
   }
 
-  /** Kills a worker thread at the point where the hook fires, as a crash would. */
-  static final class Killed extends Error {
-    private static final long serialVersionUID = 1L;
-
-    Killed() {
-      super("killed after commit, before LREM", null, false, false);
-    }
-  }
-
   @Test
   void threeThousandPaymentsOnListsWithAConsumerKilledBeforeItsLremAreChargedExactlyOnce() throws Exception {
     // given
-    Thread.UncaughtExceptionHandler previous = Thread.getDefaultUncaughtExceptionHandler();
-    Thread.setDefaultUncaughtExceptionHandler((t, e) -> {
-      if (!(e instanceof Killed) && previous != null) {
-        previous.uncaughtException(t, e);
-      }
-    });
     LedgerMigrations.migrate(env.dataSource(), env.schema());
     PaymentService payments = new PaymentService(env.dataSource(), env.schema());
     Relay relay = Relay.builder(env.dataSource(), env.redis())
@@ -74,18 +60,20 @@ class LedgerListEndToEndTest {
     // Read at the kill itself: from then on the reaper of consumer b may return these elements at any time.
     AtomicLong heldAtKill = new AtomicLong();
     List<LedgerConsumer> all = new ArrayList<>();
-    LedgerConsumer a = consumer("a");
-    LedgerConsumer b = consumer("b");
-    all.add(a);
-    all.add(b);
-    ((DefaultListConsumer) a.listConsumer()).faultHook(point -> {
-      if (point == FaultHook.Point.AFTER_COMMIT && a.counters().handled() >= PAYMENTS / 3
+    // The hook runs inside consumer a, so it finds a through this holder (set before a runs).
+    AtomicReference<LedgerConsumer> self = new AtomicReference<>();
+    LedgerConsumer a = consumer("a", point -> {
+      if (point == ConsumerFaults.Point.AFTER_COMMIT && self.get().counters().handled() >= PAYMENTS / 3
           && killing.compareAndSet(false, true)) {
         heldAtKill.set(heldBy("a-0") + heldBy("a-1"));
         killed.set(true);
-        throw new Killed();
+        throw new SimulatedCrash("after commit, before LREM");
       }
     });
+    self.set(a);
+    LedgerConsumer b = consumer("b", ConsumerFaults.NONE);
+    all.add(a);
+    all.add(b);
     AtomicLong mostHeld = new AtomicLong();
     AtomicLong mostBacklog = new AtomicLong();
     AtomicBoolean sampling = new AtomicBoolean(true);
@@ -115,10 +103,10 @@ class LedgerListEndToEndTest {
         }
       }
       await().dontCatchUncaughtExceptions().atMost(Duration.ofSeconds(30)).until(killed::get);
-      ((DefaultListConsumer) a.listConsumer()).halt(); // the process dies: no heartbeats, its lists stay as they are
+      ConsumerTestKit.kill(a.listConsumer()); // the process dies: no heartbeats, its lists stay as they are
       a.close(Duration.ofSeconds(1));
       long heldByDead = heldAtKill.get();
-      LedgerConsumer restarted = consumer("a");
+      LedgerConsumer restarted = consumer("a", ConsumerFaults.NONE);
       all.add(restarted);
       restarted.start();
 
@@ -154,12 +142,12 @@ class LedgerListEndToEndTest {
         c.close(Duration.ofSeconds(5));
       }
       relay.close(Duration.ofSeconds(5));
-      Thread.setDefaultUncaughtExceptionHandler(previous);
     }
   }
 
-  private LedgerConsumer consumer(String name) {
+  private LedgerConsumer consumer(String name, ConsumerFaults faults) {
     return LedgerConsumer.builder(env.dataSource(), HostAndPort.from(env.redisUri().getAuthority()))
+        .faults(faults)
         .transport(Transport.LIST)
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())

@@ -1,5 +1,6 @@
 package dev.handoff.ledger;
 
+import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.ledger.cli.LedgerCli;
 import dev.handoff.outbox.Relay;
 import dev.handoff.testing.TestEnvironment;
@@ -63,7 +64,13 @@ final class LedgerTestSupport {
   }
 
   LedgerConsumer ledger(String name, String group) {
+    return ledger(name, group, ConsumerFaults.NONE);
+  }
+
+  /** The same, with a fault hook (a worker that throws a {@code SimulatedCrash} there dies as a process would). */
+  LedgerConsumer ledger(String name, String group, ConsumerFaults faults) {
     return LedgerConsumer.builder(env.dataSource(), HostAndPort.from(env.redisUri().getAuthority()))
+        .faults(faults)
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
         .group(group)

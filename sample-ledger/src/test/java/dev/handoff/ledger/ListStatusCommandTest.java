@@ -1,17 +1,17 @@
 package dev.handoff.ledger;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
-import dev.handoff.consumer.internal.DefaultListConsumer;
-import dev.handoff.consumer.internal.FaultHook;
+import dev.handoff.consumer.testkit.ConsumerFaults;
+import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.Transport;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.HostAndPort;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * {@code status} on the list transport keeps the three places apart: the outbox backlog (held back at the capacity),
@@ -55,13 +55,13 @@ class ListStatusCommandTest {
         .batchSize(2)
         .minIdle(Duration.ofMinutes(5))
         .persistStats(false)
+        .faults(point -> {
+          if (point == ConsumerFaults.Point.AFTER_COMMIT) {
+            throw new SimulatedCrash("after commit");
+          }
+        })
         .build();
-    ((DefaultListConsumer) ledger.listConsumer()).faultHook(point -> {
-      if (point == FaultHook.Point.AFTER_COMMIT) {
-        throw new Demo.DemoCrash("after commit");
-      }
-    });
-    assertThatThrownBy(() -> ledger.listConsumer().pollOnce()).isInstanceOf(Demo.DemoCrash.class);
+    assertThatThrownBy(() -> ledger.listConsumer().pollOnce()).isInstanceOf(SimulatedCrash.class);
 
     // when
     LedgerTestSupport.Run text = t.cli("status");
@@ -91,7 +91,7 @@ class ListStatusCommandTest {
     assertThat(bad.err()).contains("--transport (or HANDOFF_TRANSPORT) must be stream or list");
 
     // when the consumer's process is gone for good (halted: no heartbeat) and its heartbeat key expires
-    ((DefaultListConsumer) ledger.listConsumer()).halt();
+    ConsumerTestKit.kill(ledger.listConsumer());
     env.redis().keys(env.keyPrefix() + ":*:alive").forEach(k -> env.redis().del(k));
 
     // then status says it is not alive, with what it still holds

@@ -1,17 +1,16 @@
 package dev.handoff.ledger;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.awaitility.Awaitility.await;
-
-import dev.handoff.consumer.internal.DefaultStreamConsumer;
-import dev.handoff.consumer.internal.FaultHook;
+import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 /** The seed article's example, for real: a redelivered payment is charged naive=3, idempotent=2. */
 @HandoffTest
@@ -35,24 +34,17 @@ class SeedExampleTest {
 
     NaiveConsumer naive = t.naive("seed-naive");
     naive.afterCommit(() -> {
-      throw new Demo.DemoCrash("naive consumer killed after commit, before XACK");
+      throw new SimulatedCrash("naive consumer killed after commit, before XACK");
     });
-    Thread.UncaughtExceptionHandler previous = Thread.getDefaultUncaughtExceptionHandler();
-    Thread.setDefaultUncaughtExceptionHandler((t, e) -> { });
-    try {
-      naive.start();
-      await().dontCatchUncaughtExceptions().atMost(Duration.ofSeconds(10)).until(() -> naive.charged() == 1);
-      naive.close(Duration.ofSeconds(5));
-    } finally {
-      Thread.setDefaultUncaughtExceptionHandler(previous);
-    }
-    LedgerConsumer ledger = t.ledger("seed-ledger", "seed-idem");
-    ((DefaultStreamConsumer) ledger.consumer()).faultHook(point -> {
-      if (point == FaultHook.Point.AFTER_COMMIT) {
-        throw new Demo.DemoCrash("ledger consumer killed after commit, before XACK");
+    naive.start();
+    await().dontCatchUncaughtExceptions().atMost(Duration.ofSeconds(10)).until(() -> naive.charged() == 1);
+    naive.close(Duration.ofSeconds(5));
+    LedgerConsumer ledger = t.ledger("seed-ledger", "seed-idem", point -> {
+      if (point == ConsumerFaults.Point.AFTER_COMMIT) {
+        throw new SimulatedCrash("ledger consumer killed after commit, before XACK");
       }
     });
-    assertThatThrownBy(() -> ledger.consumer().pollOnce()).isInstanceOf(Demo.DemoCrash.class);
+    assertThatThrownBy(() -> ledger.consumer().pollOnce()).isInstanceOf(SimulatedCrash.class);
     payments.pay(new Payment("seed-pay-2", "acct-1", 50, false));
     relay.relayOnce();
 

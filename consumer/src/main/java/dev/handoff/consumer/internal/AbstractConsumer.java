@@ -6,6 +6,7 @@ import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboxPurgeResult;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
@@ -56,8 +57,8 @@ abstract class AbstractConsumer {
     /** Reports Redis as unavailable while the consumer still runs; the loop then pauses. */
     void redisFailed(JedisException e);
 
-    /** Handles any other failure of a step: true to pause and go on, false to end the loop. */
-    boolean failed(RuntimeException e);
+    /** Handles any other failure of a step, an Error included: true to pause and go on, false to end the loop. */
+    boolean failed(Throwable e);
   }
 
   protected final ConsumerConfig config;
@@ -127,6 +128,7 @@ abstract class AbstractConsumer {
   protected final Thread newWorkerThread(Runnable body, String name) {
     Thread t = new Thread(body, name);
     t.setDaemon(true);
+    t.setUncaughtExceptionHandler(this::uncaught);
     threads.add(t);
     return t;
   }
@@ -144,6 +146,7 @@ abstract class AbstractConsumer {
     housekeeping = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, threadName);
       t.setDaemon(true);
+      t.setUncaughtExceptionHandler(this::uncaught);
       return t;
     });
     return housekeeping;
@@ -158,14 +161,14 @@ abstract class AbstractConsumer {
       return;
     }
     long every = config.inboxRetention().purgeInterval().toMillis();
-    housekeeping.scheduleWithFixedDelay(() -> {
+    housekeeping.scheduleWithFixedDelay(guarded("the inbox purge", () -> {
       try {
         purger.purgeExpired();
       } catch (RuntimeException e) {
         log.warn(label + " '{}': automatic inbox purge failed ({}); it runs again in {}", config.group(),
             e.toString(), config.inboxRetention().purgeInterval());
       }
-    }, every, every, TimeUnit.MILLISECONDS);
+    }), every, every, TimeUnit.MILLISECONDS);
   }
 
   /**
@@ -190,7 +193,10 @@ abstract class AbstractConsumer {
         }
         w.redisFailed(e);
         pause(errors++);
-      } catch (RuntimeException e) {
+      } catch (SimulatedCrash crash) {
+        throw crash; // a test's stand-in for a killed process: the thread dies here, as the process would
+      } catch (Throwable e) {
+        // An Error too: a worker that died silently would leave the consumer saying RUNNING with no one working.
         if (!w.failed(e)) {
           break;
         }
@@ -367,8 +373,34 @@ abstract class AbstractConsumer {
   protected final void emit(Consumer<ConsumerListener> call) {
     try {
       call.accept(listener);
-    } catch (RuntimeException e) {
+    } catch (SimulatedCrash crash) {
+      throw crash;
+    } catch (Throwable e) {
+      // An Error from a listener must not kill the worker that reports to it.
       log.warn("Consumer listener threw; ignored", e);
+    }
+  }
+
+  /**
+   * A housekeeping task that survives whatever it throws: an executor silently cancels a periodic task that threw
+   * once, and lease renewal or heartbeats that stopped without a word would let other consumers take live work.
+   */
+  protected final Runnable guarded(String what, Runnable task) {
+    return () -> {
+      try {
+        task.run();
+      } catch (Throwable e) {
+        log.error(label + " '{}': {} failed; it runs again at its next turn", config.group(), what, e);
+      }
+    };
+  }
+
+  /** What escapes a worker ends its thread: one line for a simulated crash, the whole trace for anything else. */
+  private void uncaught(Thread t, Throwable e) {
+    if (e instanceof SimulatedCrash) {
+      log.warn(label + " '{}': {} stopped by a {}", config.group(), t.getName(), e.getMessage());
+    } else {
+      log.error(label + " '{}': {} died", config.group(), t.getName(), e);
     }
   }
 }

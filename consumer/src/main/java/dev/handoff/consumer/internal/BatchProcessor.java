@@ -7,6 +7,7 @@ import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.FailureIsolation;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.MessageHandler;
+import dev.handoff.consumer.testkit.ConsumerFaults;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.sql.Connection;
@@ -144,11 +145,11 @@ final class BatchProcessor {
     return deadLetters;
   }
 
-  Settled settle(List<Delivery> batch, Mode mode, FaultHook hook) {
+  Settled settle(List<Delivery> batch, Mode mode, ConsumerFaults hook) {
     return settle(batch, mode, hook, () -> false);
   }
 
-  Settled settle(List<Delivery> batch, Mode mode, FaultHook hook, BooleanSupplier abandon) {
+  Settled settle(List<Delivery> batch, Mode mode, ConsumerFaults hook, BooleanSupplier abandon) {
     Settled out = new Settled();
     List<Delivery> candidates = new ArrayList<>();
     List<Dead> dead = new ArrayList<>();
@@ -243,7 +244,7 @@ final class BatchProcessor {
   }
 
   private void attempt(Connection c, Unit u, Mode mode, Map<Delivery, InboundMessage> recovered, Settled out,
-      FaultHook hook, BooleanSupplier abandon) throws HandlerFailed, Unattributable {
+      ConsumerFaults hook, BooleanSupplier abandon) throws HandlerFailed, Unattributable {
     List<Delivery> handled = new ArrayList<>();
     List<Delivery> duplicates = new ArrayList<>();
     List<Dead> dead = new ArrayList<>();
@@ -347,7 +348,7 @@ final class BatchProcessor {
           }
         }
       }
-      hook.at(FaultHook.Point.BEFORE_COMMIT);
+      hook.at(ConsumerFaults.Point.BEFORE_COMMIT);
       if (abandon.getAsBoolean()) {
         throw new Abandoned(u);
       }

@@ -3,10 +3,11 @@ package dev.handoff.consumer.internal;
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.InboundMessage;
+import dev.handoff.consumer.InboxPurgeRefusedException;
 import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.ListStatus;
-import dev.handoff.consumer.InboxPurgeRefusedException;
 import dev.handoff.consumer.PollResult;
+import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.MalformedEntryException;
 import dev.handoff.outbox.StreamFormat;
@@ -57,12 +58,13 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   private final Backoff backoff;
   private final List<String> listKeys = new ArrayList<>();
   private final Worker[] workers;
-  private volatile FaultHook faultHook = FaultHook.NONE;
+  private final ConsumerFaults faultHook;
   private volatile boolean halted;
 
   public DefaultListConsumer(ConsumerConfig config, DataSource dataSource, HostAndPort redisServer,
-      JedisClientConfig redisConfig) {
+      JedisClientConfig redisConfig, ConsumerFaults faults) {
     super(config, dataSource, log, "list consumer", "List consumer of group", "");
+    this.faultHook = faults;
     this.dataSource = dataSource;
     for (int shard = 0; shard < config.topic().shards(); shard++) {
       listKeys.add(ListFormat.listKey(config.keyPrefix(), config.topic().name(), shard));
@@ -79,11 +81,6 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
         config.group(), config.topic().name(), listKeys.size(), config.consumerName(), config.workers(),
         config.batchSize(), config.block(), config.minIdle(), config.leaseRenewInterval(), config.reclaimInterval(),
         config.maxDeliveries());
-  }
-
-  /** Test-only: makes the consumer "crash" at a chosen point (see {@link FaultHook}). */
-  public void faultHook(FaultHook hook) {
-    this.faultHook = hook == null ? FaultHook.NONE : hook;
   }
 
   /**
@@ -134,10 +131,12 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
     ScheduledExecutorService housekeeping =
         newHousekeeping("handoff-list-consumer-" + config.group() + "-housekeeping");
     long every = config.leaseRenewInterval().toMillis();
-    housekeeping.scheduleWithFixedDelay(this::beatQuietly, every, every, TimeUnit.MILLISECONDS);
+    housekeeping.scheduleWithFixedDelay(guarded("the heartbeat", this::beatQuietly), every, every,
+        TimeUnit.MILLISECONDS);
     if (withReaper) {
       long reapEvery = config.reclaimInterval().toMillis();
-      housekeeping.scheduleWithFixedDelay(this::reapQuietly, reapEvery, reapEvery, TimeUnit.MILLISECONDS);
+      housekeeping.scheduleWithFixedDelay(guarded("the reaper", this::reapQuietly), reapEvery, reapEvery,
+          TimeUnit.MILLISECONDS);
     }
   }
 
@@ -353,7 +352,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
     }
 
     @Override
-    public boolean failed(RuntimeException e) {
+    public boolean failed(Throwable e) {
       if (halted) {
         return false;
       }
@@ -451,7 +450,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
       long started = System.nanoTime();
       BatchProcessor.Settled s = processor.settle(batch, BatchProcessor.Mode.DELIVERY, faultHook, () -> abandoning());
       if (s.committed() > 0) {
-        faultHook.at(FaultHook.Point.AFTER_COMMIT);
+        faultHook.at(ConsumerFaults.Point.AFTER_COMMIT);
       }
       // Acknowledge what committed: LREM count 1 per element.
       Map<String, List<Delivery>> acks = new LinkedHashMap<>();

@@ -8,6 +8,8 @@ import dev.handoff.consumer.InboxPurgeRefusedException;
 import dev.handoff.consumer.PollResult;
 import dev.handoff.consumer.StartPosition;
 import dev.handoff.consumer.StreamConsumer;
+import dev.handoff.consumer.testkit.ConsumerFaults;
+import dev.handoff.outbox.StreamFormat;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -16,7 +18,6 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
-import dev.handoff.outbox.StreamFormat;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -59,12 +60,13 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   private final Object groupLock = new Object();
   private volatile boolean groupsReady;
   private boolean groupsCreatedOnce;
-  private volatile FaultHook faultHook = FaultHook.NONE;
+  private final ConsumerFaults faultHook;
 
   public DefaultStreamConsumer(ConsumerConfig config, DataSource dataSource, HostAndPort redisServer,
-      JedisClientConfig redisConfig) {
+      JedisClientConfig redisConfig, ConsumerFaults faults) {
     super(config, dataSource, log, "consumer", "Consumer group",
         " (rolled back if not committed, left pending for another consumer to claim)");
+    this.faultHook = faults;
     this.dataSource = dataSource;
     this.streamKeys = config.streamKeys();
     for (int i = 0; i < streamKeys.size(); i++) {
@@ -82,11 +84,6 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
             + " block {}, minIdle {}, maxDeliveries {}, isolation {}",
         config.group(), config.topic().name(), streamKeys.size(), config.consumerName(), config.workers(),
         config.batchSize(), config.block(), config.minIdle(), config.maxDeliveries(), config.failureIsolation());
-  }
-
-  /** Test-only: makes the consumer "crash" at a chosen point (see {@link FaultHook}). */
-  public void faultHook(FaultHook hook) {
-    this.faultHook = hook == null ? FaultHook.NONE : hook;
   }
 
   /** Test-only: renews the leases of the entries in flight now, as the lease keeper does on its schedule. */
@@ -246,7 +243,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   }
 
   private PollResult settleReplay(List<Delivery> batch) {
-    BatchProcessor.Settled s = processor.settle(batch, BatchProcessor.Mode.REPLAY, FaultHook.NONE);
+    BatchProcessor.Settled s = processor.settle(batch, BatchProcessor.Mode.REPLAY, ConsumerFaults.NONE);
     emitHandled(s);
     if (s.databaseError != null) {
       throw new ConsumerException("replay for consumer group '" + config.group() + "' failed in the database",
@@ -326,7 +323,8 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     }
     ScheduledExecutorService leaseKeeper = newHousekeeping("handoff-consumer-" + config.group() + "-lease");
     long every = config.leaseRenewInterval().toMillis();
-    leaseKeeper.scheduleWithFixedDelay(this::renewLeases, every, every, TimeUnit.MILLISECONDS);
+    leaseKeeper.scheduleWithFixedDelay(guarded("lease renewal", this::renewLeases), every, every,
+        TimeUnit.MILLISECONDS);
   }
 
   private void renewLeases() {
@@ -466,12 +464,14 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     }
 
     @Override
-    public boolean failed(RuntimeException e) {
+    public boolean failed(Throwable e) {
       if (e instanceof RedisGroups.GroupMissingException) {
         groupsMissing();
         resetOwnReplay();
         log.warn("Consumer {}: {}; recreating the group from the beginning", name, e.getMessage());
       } else {
+        // What the failed step held is unknown: read this worker's pending entries again, as after a restart.
+        resetOwnReplay();
         log.error("Consumer {}: unexpected failure; retrying", name, e);
       }
       return true;
@@ -602,7 +602,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
         BatchProcessor.Settled s = processor.settle(batch, BatchProcessor.Mode.DELIVERY, faultHook,
             () -> abandoning());
         if (s.committed() > 0) {
-          faultHook.at(FaultHook.Point.AFTER_COMMIT);
+          faultHook.at(ConsumerFaults.Point.AFTER_COMMIT);
         }
         Map<String, List<String>> acks = new HashMap<>();
         Consumer<Delivery> ack = d -> acks.computeIfAbsent(d.streamKey, k -> new ArrayList<>()).add(d.id);

@@ -5,6 +5,7 @@ import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
+import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.outbox.internal.Json;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -144,7 +145,7 @@ final class OutboxReplay {
     if (batch.isEmpty()) {
       return;
     }
-    BatchProcessor.Settled s = processor.settle(batch, BatchProcessor.Mode.REPLAY, FaultHook.NONE);
+    BatchProcessor.Settled s = processor.settle(batch, BatchProcessor.Mode.REPLAY, ConsumerFaults.NONE);
     if (s.databaseError != null) {
       throw stopped(null, t, s.databaseError);
     }

@@ -9,6 +9,8 @@ import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.PollResult;
 import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.StreamConsumer;
+import dev.handoff.consumer.internal.DefaultListConsumer;
+import dev.handoff.consumer.internal.DefaultStreamConsumer;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.LinkedHashSet;
@@ -179,6 +181,22 @@ public final class ConsumerTestKit {
       }
       sleep(POLL_MILLIS);
     }
+  }
+
+  /**
+   * Stops a list consumer as a killed process would: its workers and heartbeats stop at once, and it gives back
+   * nothing and unregisters nothing, so its processing lists wait for another consumer's reaper. For fault tests.
+   */
+  public static void kill(ListConsumer consumer) {
+    ((DefaultListConsumer) consumer).halt();
+  }
+
+  /**
+   * Renews the leases of the entries the consumer has in flight now, as its lease keeper does every
+   * {@code leaseRenewInterval}: a test that must not depend on that schedule calls this instead.
+   */
+  public static void renewLeasesNow(StreamConsumer consumer) {
+    ((DefaultStreamConsumer) consumer).renewLeasesNow();
   }
 
   /**

@@ -2,8 +2,8 @@ package dev.handoff.outbox.internal;
 
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayConfig;
-import dev.handoff.outbox.RelayException;
 import dev.handoff.outbox.RelayCycle;
+import dev.handoff.outbox.RelayException;
 import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.RetentionReport;
 import dev.handoff.outbox.ShardId;
@@ -11,6 +11,8 @@ import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.Transport;
 import dev.handoff.outbox.internal.RedisTransport.EntryStatus;
 import dev.handoff.outbox.internal.RedisTransport.PublishResult;
+import dev.handoff.outbox.testkit.RelayFaults;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -62,7 +64,7 @@ public final class DefaultRelay implements Relay {
   private final ReentrantLock work = new ReentrantLock();
   private final Map<ShardId, OwnedShard> owned = new LinkedHashMap<>();
   private volatile Set<ShardId> ownedView = Set.of();
-  private volatile RelayFaults faults = RelayFaults.NONE;
+  private final RelayFaults faults;
   private boolean rowsEnsured;
   private long nextLeaseCheckNanos;
   private Thread loop;
@@ -72,7 +74,8 @@ public final class DefaultRelay implements Relay {
   private boolean mayHaveMore;
   private long nextPlanningCheckNanos = System.nanoTime();
 
-  public DefaultRelay(DataSource dataSource, UnifiedJedis redis, RelayConfig config) {
+  public DefaultRelay(DataSource dataSource, UnifiedJedis redis, RelayConfig config, RelayFaults faults) {
+    this.faults = faults;
     this.dataSource = dataSource;
     this.config = config;
     this.listener = config.listener();
@@ -84,11 +87,6 @@ public final class DefaultRelay implements Relay {
     this.allShards = config.shards();
     this.topicNames = config.topics().stream().map(TopicConfig::name).toArray(String[]::new);
     this.maintenance = new RelayMaintenance(config, streams, leases, outbox, topicNames, this::notify);
-  }
-
-  /** Installs fault hooks; for tests only. */
-  public void faults(RelayFaults faults) {
-    this.faults = faults;
   }
 
   @Override
@@ -120,8 +118,10 @@ public final class DefaultRelay implements Relay {
         Set.of(topicNames), waiter);
     listenThread = new Thread(notifications, "handoff-relay-listen-" + config.owner());
     listenThread.setDaemon(true);
+    listenThread.setUncaughtExceptionHandler(this::uncaught);
     listenThread.start();
     loop = new Thread(this::runLoop, "handoff-relay-" + config.owner());
+    loop.setUncaughtExceptionHandler(this::uncaught);
     loop.start();
   }
 
@@ -272,8 +272,13 @@ public final class DefaultRelay implements Relay {
         long untilLeases = Math.max(1, (nextLeaseCheckNanos - System.nanoTime()) / 1_000_000);
         waiter.await(Math.min(idleMillis, untilLeases));
       } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        break;
+        if (state.get() != State.RUNNING) {
+          Thread.currentThread().interrupt(); // close() gave up waiting: stop now
+          break;
+        }
+        log.warn("relay {} was interrupted while running, not by close(); carrying on", config.owner());
+      } catch (SimulatedCrash crash) {
+        throw crash;
       } catch (SQLException | RuntimeException e) {
         if (state.get() != State.RUNNING) {
           break;
@@ -285,6 +290,15 @@ public final class DefaultRelay implements Relay {
           Thread.sleep(errorBackoffMillis);
         } catch (InterruptedException ie) {
           Thread.currentThread().interrupt();
+          break;
+        }
+        errorBackoffMillis = Math.min(config.idlePollInterval().toMillis() * 5, errorBackoffMillis * 2);
+      } catch (Throwable e) {
+        // An Error (a bug, a stack overflow, memory) must not end the relay silently while it still says RUNNING.
+        log.error("relay {} cycle failed unexpectedly, retrying in {} ms", config.owner(), errorBackoffMillis, e);
+        notify(() -> listener.failed(e));
+        forgetProgress();
+        if (!pauseAfterFailure(errorBackoffMillis)) {
           break;
         }
         errorBackoffMillis = Math.min(config.idlePollInterval().toMillis() * 5, errorBackoffMillis * 2);
@@ -676,8 +690,32 @@ public final class DefaultRelay implements Relay {
   private void notify(Runnable callback) {
     try {
       callback.run();
+    } catch (SimulatedCrash crash) {
+      throw crash;
     } catch (RuntimeException e) {
       log.warn("relay listener failed: {}", e.toString());
+    } catch (Throwable e) {
+      log.error("relay listener failed", e);
+    }
+  }
+
+  /** Sleeps after a failure; false when the relay is closing or the sleep was interrupted for the close. */
+  private boolean pauseAfterFailure(long millis) {
+    try {
+      Thread.sleep(millis);
+      return true;
+    } catch (InterruptedException ie) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  /** What escapes the loop ends the thread: one line for a simulated crash, the whole trace for anything else. */
+  private void uncaught(Thread t, Throwable e) {
+    if (e instanceof SimulatedCrash) {
+      log.warn("relay {}: thread {} stopped by a {}", config.owner(), t.getName(), e.getMessage());
+    } else {
+      log.error("relay {}: thread {} died", config.owner(), t.getName(), e);
     }
   }
 

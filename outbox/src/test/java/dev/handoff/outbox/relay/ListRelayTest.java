@@ -11,8 +11,8 @@ import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.RelayCycle;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.TopicConfig;
-import dev.handoff.outbox.internal.DefaultRelay;
-import dev.handoff.outbox.internal.RelayFaults;
+import dev.handoff.outbox.testkit.RelayFaults;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.nio.charset.StandardCharsets;
@@ -50,15 +50,14 @@ class ListRelayTest {
   @Test
   void relayKilledAfterThePushBeforeMarkingPushesNoElementTwice() throws Exception {
     appendRows("orders", 300);
-    DefaultRelay crashing = (DefaultRelay) relay("orders", 10_000).leaseTtl(Duration.ofMillis(600)).build();
     AtomicBoolean crashed = new AtomicBoolean();
-    crashing.faults(new RelayFaults() {
+    Relay crashing = relay("orders", 10_000).leaseTtl(Duration.ofMillis(600)).faults(new RelayFaults() {
       @Override
       public void afterStreamWrite(ShardId shard, int rows) {
         crashed.set(true);
-        throw new RelayExactlyOnceTest.SimulatedCrash();
+        throw new SimulatedCrash("after the RPUSH, before the mark");
       }
-    });
+    }).build();
     crashing.start();
     await().atMost(Duration.ofSeconds(20)).untilTrue(crashed);
     long pushed = env.redis().llen(list("orders"));

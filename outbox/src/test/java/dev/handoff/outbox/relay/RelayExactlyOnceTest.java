@@ -10,8 +10,8 @@ import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
-import dev.handoff.outbox.internal.DefaultRelay;
-import dev.handoff.outbox.internal.RelayFaults;
+import dev.handoff.outbox.testkit.RelayFaults;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.sql.Connection;
@@ -116,15 +116,14 @@ class RelayExactlyOnceTest {
   @Test
   void crashAfterStreamWriteBeforeMarkingIsRepairedWithoutDuplicates() throws Exception {
     appendRows("orders", 300);
-    DefaultRelay crashing = (DefaultRelay) relay("orders").leaseTtl(Duration.ofMillis(600)).build();
     AtomicBoolean crashed = new AtomicBoolean();
-    crashing.faults(new RelayFaults() {
+    Relay crashing = relay("orders").leaseTtl(Duration.ofMillis(600)).faults(new RelayFaults() {
       @Override
       public void afterStreamWrite(ShardId shard, int rows) {
         crashed.set(true);
-        throw new SimulatedCrash();
+        throw new SimulatedCrash("after the XADD, before the mark");
       }
-    });
+    }).build();
     crashing.start();
     await().atMost(Duration.ofSeconds(20)).untilTrue(crashed);
     // The crashed relay's thread is gone without releasing its lease or marking anything.
@@ -168,17 +167,16 @@ class RelayExactlyOnceTest {
       outbox.appendAll(tx, batch);
       tx.commit();
     }
-    DefaultRelay crashing = (DefaultRelay) Relay.builder(env.dataSource(), env.redis()).schema(env.schema())
-        .keyPrefix(env.keyPrefix()).topic(topic).leaseTtl(Duration.ofMillis(600)).build();
     java.util.concurrent.atomic.AtomicInteger written = new java.util.concurrent.atomic.AtomicInteger();
-    crashing.faults(new RelayFaults() {
-      @Override
-      public void afterStreamWrite(ShardId shard, int rows) {
-        if (written.incrementAndGet() == 3) {
-          throw new SimulatedCrash();
-        }
-      }
-    });
+    Relay crashing = Relay.builder(env.dataSource(), env.redis()).schema(env.schema())
+        .keyPrefix(env.keyPrefix()).topic(topic).leaseTtl(Duration.ofMillis(600)).faults(new RelayFaults() {
+          @Override
+          public void afterStreamWrite(ShardId shard, int rows) {
+            if (written.incrementAndGet() == 3) {
+              throw new SimulatedCrash("after the third shard's XADD");
+            }
+          }
+        }).build();
     crashing.start();
     await().atMost(Duration.ofSeconds(20)).until(() -> written.get() == 3);
     long inStreams = 0;
@@ -219,7 +217,22 @@ class RelayExactlyOnceTest {
   @Test
   void onlyOneRelayOwnsAShardAndAPausedFormerOwnerCannotDuplicateOrLose() throws Exception {
     Duration ttl = Duration.ofMillis(800);
-    DefaultRelay first = (DefaultRelay) relay("orders").owner("relay-a").leaseTtl(ttl).build();
+    CountDownLatch paused = new CountDownLatch(1);
+    CountDownLatch resume = new CountDownLatch(1);
+    AtomicBoolean pauseNextWrite = new AtomicBoolean();
+    Relay first = relay("orders").owner("relay-a").leaseTtl(ttl).faults(new RelayFaults() {
+      @Override
+      public void beforeStreamWrite(ShardId shard, int rows) {
+        if (pauseNextWrite.compareAndSet(true, false)) {
+          paused.countDown();
+          try {
+            resume.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      }
+    }).build();
     Relay second = relay("orders").owner("relay-b").leaseTtl(ttl).build();
 
     appendRows("orders", 50);
@@ -231,19 +244,7 @@ class RelayExactlyOnceTest {
 
     // The owner assigns IDs to the next batch, then pauses before writing it to Redis.
     appendRows("orders", 40);
-    CountDownLatch paused = new CountDownLatch(1);
-    CountDownLatch resume = new CountDownLatch(1);
-    first.faults(new RelayFaults() {
-      @Override
-      public void beforeStreamWrite(ShardId shard, int rows) {
-        paused.countDown();
-        try {
-          resume.await();
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-      }
-    });
+    pauseNextWrite.set(true);
     ExecutorService pausedThread = Executors.newSingleThreadExecutor();
     Future<?> firstPass = pausedThread.submit(first::relayOnce);
     assertThat(paused.await(10, TimeUnit.SECONDS)).isTrue();
@@ -287,16 +288,15 @@ class RelayExactlyOnceTest {
             + " RETURN NEW; END $$",
         "CREATE TRIGGER record_lease AFTER UPDATE ON " + env.schema() + ".relay_lease FOR EACH ROW"
             + " EXECUTE FUNCTION " + env.schema() + ".record_lease()");
-    DefaultRelay owner = (DefaultRelay) relay("orders").owner("relay-a").leaseTtl(ttl).build();
     AtomicBoolean dead = new AtomicBoolean();
-    owner.faults(new RelayFaults() {
+    Relay owner = relay("orders").owner("relay-a").leaseTtl(ttl).faults(new RelayFaults() {
       @Override
       public void beforeStreamWrite(ShardId shard, int rows) {
         if (dead.get()) {
-          throw new SimulatedCrash();
+          throw new SimulatedCrash("before the XADD");
         }
       }
-    });
+    }).build();
     try {
       owner.start();
       await().atMost(Duration.ofSeconds(10)).until(() -> owner.ownedShards().size() == 1);
@@ -356,8 +356,7 @@ class RelayExactlyOnceTest {
     appendRows("orders", 30);
     AtomicBoolean committedLate = new AtomicBoolean();
     java.util.concurrent.atomic.AtomicReference<UUID> two = new java.util.concurrent.atomic.AtomicReference<>();
-    DefaultRelay relay = (DefaultRelay) relay("orders").batchSize(10, 10).build();
-    relay.faults(new RelayFaults() {
+    Relay relay = relay("orders").batchSize(10, 10).faults(new RelayFaults() {
       @Override
       public void afterStreamWrite(ShardId shard, int rows) {
         if (committedLate.compareAndSet(false, true)) {
@@ -375,7 +374,7 @@ class RelayExactlyOnceTest {
           }
         }
       }
-    });
+    }).build();
     try (relay) {
       relay.relayOnce();
       relay.relayOnce();
@@ -413,10 +412,5 @@ class RelayExactlyOnceTest {
 
   private String key(String topic, int shard) {
     return StreamFormat.streamKey(env.keyPrefix(), topic, shard);
-  }
-
-  /** Stands for the relay process dying at a precise point: nothing after it runs, nothing is cleaned up. */
-  static final class SimulatedCrash extends Error {
-    private static final long serialVersionUID = 1L;
   }
 }

@@ -2,6 +2,7 @@ package dev.handoff.outbox.relay;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.handoff.outbox.ListFormat;
@@ -9,6 +10,9 @@ import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
+import dev.handoff.outbox.RelayListener;
+import dev.handoff.outbox.ShardId;
+import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
@@ -16,6 +20,7 @@ import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -80,6 +85,32 @@ class RelayLifecycleTest {
     }, "the rebalance must not wait for room in the list");
     env.execute("DELETE FROM relay_member WHERE owner = 'a-new-peer'");
     assertEverythingArrivesThroughASuccessor();
+  }
+
+  @Test
+  void anErrorThrownByAListenerIsLoggedAndTheStartedRelayCarriesOn() throws Exception {
+    AtomicBoolean thrown = new AtomicBoolean();
+    String key = StreamFormat.streamKey(env.keyPrefix(), "errors", 0);
+    try (Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of("errors")).idlePollInterval(Duration.ofMillis(50))
+        .listener(new RelayListener() {
+          @Override
+          public void published(ShardId shard, int rows, long oldestCreatedAtMillis) {
+            if (thrown.compareAndSet(false, true)) {
+              throw new StackOverflowError("a listener's bug");
+            }
+          }
+        }).build()) {
+      relay.start();
+      append("errors", 10);
+      await().atMost(Duration.ofSeconds(20)).until(() -> env.redis().exists(key) && env.redis().xlen(key) == 10);
+      assertThat(thrown).isTrue();
+      // The relay's thread survived the Error: what comes next is published too.
+      append("errors", 5);
+      await().atMost(Duration.ofSeconds(20)).until(() -> env.redis().xlen(key) == 15);
+      assertThat(threadsNamed("handoff-relay-" + relay.config().owner())).isNotEmpty();
+    }
+    assertThat(env.queryLong("select count(*) from outbox where topic = 'errors' and published_at is null")).isZero();
   }
 
   /**

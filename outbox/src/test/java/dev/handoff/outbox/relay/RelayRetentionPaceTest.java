@@ -12,8 +12,7 @@ import dev.handoff.outbox.RetentionReport;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
-import dev.handoff.outbox.internal.DefaultRelay;
-import dev.handoff.outbox.internal.RelayFaults;
+import dev.handoff.outbox.testkit.RelayFaults;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;
@@ -65,6 +64,21 @@ class RelayRetentionPaceTest {
         .maintenanceInterval(Duration.ofMillis(200))
         .outboxRetention(Duration.ofMillis(300))
         .retentionBatchSize(10)
+        // Every write to the stream commits new rows and lets the group finish everything: the relay always has
+        // something to publish, so no cycle of its loop is ever idle while the load runs.
+        .faults(new RelayFaults() {
+          @Override
+          public void afterStreamWrite(ShardId shard, int rows) {
+            if (load.get()) {
+              try {
+                append(outbox, "steady", 5);
+              } catch (SQLException e) {
+                throw new IllegalStateException(e);
+              }
+              redis.xgroupSetID(key, "billing", StreamEntryID.XGROUP_LAST_ENTRY);
+            }
+          }
+        })
         .listener(new RelayListener() {
           @Override
           public void maintained(RetentionReport report) {
@@ -81,21 +95,6 @@ class RelayRetentionPaceTest {
             published.addAndGet(rows);
           }
         }).build()) {
-      // Every write to the stream commits new rows and lets the group finish everything: the relay always has
-      // something to publish, so no cycle of its loop is ever idle while the load runs.
-      ((DefaultRelay) relay).faults(new RelayFaults() {
-        @Override
-        public void afterStreamWrite(ShardId shard, int rows) {
-          if (load.get()) {
-            try {
-              append(outbox, "steady", 5);
-            } catch (SQLException e) {
-              throw new IllegalStateException(e);
-            }
-            redis.xgroupSetID(key, "billing", StreamEntryID.XGROUP_LAST_ENTRY);
-          }
-        }
-      });
       relay.start();
       await("three maintenance runs that trimmed and purged while the load ran").atMost(Duration.ofSeconds(60))
           .until(() -> runs.size() >= 3 && trimmed.get() > 0 && runs.stream().mapToLong(RetentionReport::purged).sum() > 0

@@ -10,8 +10,7 @@ import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
-import dev.handoff.outbox.internal.DefaultRelay;
-import dev.handoff.outbox.internal.RelayFaults;
+import dev.handoff.outbox.testkit.RelayFaults;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.sql.Connection;
@@ -22,6 +21,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -78,26 +78,29 @@ class RelaySharingAndAnomalyTest {
   void anEntryWrittenBySomeoneElseMakesTheRelayReassignAndReportIt() throws Exception {
     String key = StreamFormat.streamKey(env.keyPrefix(), "orders", 0);
     AtomicInteger anomalies = new AtomicInteger();
-    DefaultRelay relay = (DefaultRelay) Relay.builder(env.dataSource(), env.redis())
+    AtomicBoolean strangerWrites = new AtomicBoolean();
+    long future = System.currentTimeMillis() + 60_000;
+    Relay relay = Relay.builder(env.dataSource(), env.redis())
         .schema(env.schema()).keyPrefix(env.keyPrefix()).topic(TopicConfig.of("orders"))
         .listener(new RelayListener() {
           @Override
           public void anomaly(ShardId shard, int rows, String detail) {
             anomalies.addAndGet(rows);
           }
+        })
+        .faults(new RelayFaults() {
+          @Override
+          public void beforeStreamWrite(ShardId shard, int rows) {
+            if (strangerWrites.compareAndSet(true, false)) {
+              env.redis().xadd(key, new StreamEntryID(future, 0), Map.of("stranger", "yes"));
+            }
+          }
         }).build();
     appendTo("orders", 20);
     relay.relayOnce();
     // Between assignment and the write, a stranger adds an entry far in the future of the stream.
     appendTo("orders", 30);
-    long future = System.currentTimeMillis() + 60_000;
-    relay.faults(new RelayFaults() {
-      @Override
-      public void beforeStreamWrite(ShardId shard, int rows) {
-        env.redis().xadd(key, new StreamEntryID(future, 0), Map.of("stranger", "yes"));
-        relay.faults(RelayFaults.NONE);
-      }
-    });
+    strangerWrites.set(true);
     relay.relayOnce();
     relay.relayOnce();
 

@@ -1,0 +1,22 @@
+package dev.handoff.outbox.testkit;
+
+import dev.handoff.outbox.ShardId;
+
+/**
+ * Test seam: the points where a test injects real faults into a relay, given to
+ * {@link dev.handoff.outbox.RelayBuilder#faults(RelayFaults)}. A hook that throws {@link SimulatedCrash} kills the
+ * relay's thread right there, as a process crash would (for example after Redis accepted a batch and before the rows
+ * were marked published); anything else it throws is a failure of that cycle, which the relay retries. Not for
+ * production use. Hooks run on the relay's thread and must be thread-safe if shared.
+ */
+public interface RelayFaults {
+
+  /** No faults: the default. */
+  RelayFaults NONE = new RelayFaults() {};
+
+  /** Called after a batch got its stream IDs (committed) and before it is written to Redis. */
+  default void beforeStreamWrite(ShardId shard, int rows) {}
+
+  /** Called after a batch was written to Redis and before the database hears of it. */
+  default void afterStreamWrite(ShardId shard, int rows) {}
+}
