@@ -17,7 +17,6 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import redis.clients.jedis.RedisClient;
-import sun.misc.Signal;
 
 /**
  * The relay as a process of its own, to run next to an application:
@@ -106,9 +105,7 @@ public final class RelayCommand implements Callable<Integer> {
       throw new CommandLine.ParameterException(new CommandLine(this), "--topics or HANDOFF_TOPICS is required");
     }
     List<TopicConfig> topicConfigs = parseTopics(topics);
-    CountDownLatch stop = new CountDownLatch(1);
-    Signal.handle(new Signal("TERM"), s -> stop.countDown());
-    Signal.handle(new Signal("INT"), s -> stop.countDown());
+    CountDownLatch stop = Signals.termination();
 
     try (HikariDataSource db = Connections.database(jdbcUrl, 4, "handoff-relay");
         RedisClient redis = Connections.redis(redisUrl, 8)) {
