@@ -171,6 +171,9 @@ public final class RedisUrl {
    * User, password, database and TLS for Jedis, everything else at Jedis's defaults (2 s timeouts); use it as the
    * base of {@link DefaultJedisClientConfig.Builder#from(JedisClientConfig)} to change those.
    */
+  // Jedis 8 deprecates ssl(boolean) for SslOptions, but with nothing else set ssl(true) is exactly "the JVM's
+  // truststore and host-name checking", which is what rediss:// promises; a CA file of one's own is SslOptions' job.
+  @SuppressWarnings("deprecation")
   public JedisClientConfig clientConfig() {
     DefaultJedisClientConfig.Builder config = DefaultJedisClientConfig.builder().database(database).ssl(tls);
     if (user != null) {
