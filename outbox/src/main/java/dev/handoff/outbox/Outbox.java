@@ -3,7 +3,6 @@ package dev.handoff.outbox;
 import dev.handoff.outbox.internal.DefaultOutbox;
 import java.sql.Connection;
 import java.util.List;
-import org.jooq.DSLContext;
 
 /**
  * Appends messages to the outbox table inside the caller's database transaction, so that a message exists if and
@@ -49,19 +48,6 @@ public interface Outbox {
    * @return one result per message, in the same order
    */
   List<AppendedMessage> appendAll(Connection tx, List<Message> messages);
-
-  /**
-   * Appends one message in the transaction that {@code tx} is running, for example inside
-   * {@code dsl.transaction(cfg -> outbox.append(cfg.dsl(), message))}.
-   */
-  default AppendedMessage append(DSLContext tx, Message message) {
-    return tx.connectionResult(connection -> append(connection, message));
-  }
-
-  /** Appends messages in the transaction that {@code tx} is running; see {@link #appendAll(Connection, List)}. */
-  default List<AppendedMessage> appendAll(DSLContext tx, List<Message> messages) {
-    return tx.connectionResult(connection -> appendAll(connection, messages));
-  }
 
   /** The immutable configuration this outbox was built with. */
   OutboxConfig config();

@@ -227,21 +227,37 @@ class OutboxAppendTest {
   @Test
   void appendsWithJooqInsideDslTransaction() {
     DSLContext dsl = DSL.using(env.dataSource(), SQLDialect.POSTGRES);
+    JooqOutbox jooq = JooqOutbox.of(outbox);
 
     AppendedMessage appended = dsl.transactionResult(cfg ->
-        outbox.append(cfg.dsl(), Message.builder("payments", "payment.created").key("pay-9").build()));
+        jooq.append(cfg.dsl(), Message.builder("payments", "payment.created").key("pay-9").build()));
     assertThatThrownBy(() -> dsl.transaction(cfg -> {
-          outbox.appendAll(cfg.dsl(), List.of(Message.builder("payments", "payment.created").build()));
+          jooq.appendAll(cfg.dsl(), List.of(Message.builder("payments", "payment.created").build()));
           throw new IllegalStateException("business rule failed");
         }))
         .hasMessageContaining("business rule failed");
-    assertThatThrownBy(() -> outbox.append(dsl, Message.builder("payments", "payment.created").build()))
+    assertThatThrownBy(() -> jooq.append(dsl, Message.builder("payments", "payment.created").build()))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("auto-commit");
 
     assertThat(count()).isEqualTo(1);
     assertThat(env.queryLong("select count(*) from outbox where message_id = ? and message_key = 'pay-9'",
         appended.messageId())).isEqualTo(1);
+  }
+
+  @Test
+  void thePlainJdbcApiNamesNoJooqTypeSoJooqStaysOptional() {
+    List<String> jooqTypes = new ArrayList<>();
+    for (Class<?> api : List.of(Outbox.class, OutboxBuilder.class, OutboxConfig.class, Message.class,
+        Message.Builder.class, AppendedMessage.class, Relay.class, RelayBuilder.class, RelayConfig.class)) {
+      for (java.lang.reflect.Method m : api.getMethods()) {
+        List<Class<?>> types = new ArrayList<>(List.of(m.getParameterTypes()));
+        types.add(m.getReturnType());
+        types.stream().filter(t -> t.getName().startsWith("org.jooq."))
+            .forEach(t -> jooqTypes.add(api.getSimpleName() + "." + m.getName() + ": " + t.getName()));
+      }
+    }
+    assertThat(jooqTypes).isEmpty();
   }
 
   private Connection transaction() throws SQLException {
