@@ -1,12 +1,10 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.outbox.ListFormat;
+import dev.handoff.outbox.internal.LuaScript;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -14,7 +12,6 @@ import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.args.ListDirection;
-import redis.clients.jedis.exceptions.JedisNoScriptException;
 
 /**
  * Every Redis command of the list consumer, and its only contact with Jedis. Like {@link RedisGroups}: one pool of
@@ -38,7 +35,7 @@ public final class ListQueues implements AutoCloseable {
   public record Holder(String processingKey, long length, boolean alive, String oldestId) {}
 
   // KEYS: list, processing, deliveries. ARGV: n. Moves up to n elements, oldest first, and reads their counts.
-  private static final Script TAKE = new Script("""
+  private static final LuaScript TAKE = LuaScript.of("""
       local out = {}
       for i = 1, tonumber(ARGV[1]) do
         local e = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
@@ -53,7 +50,7 @@ public final class ListQueues implements AutoCloseable {
 
   // KEYS: processing, deliveries. ARGV: element, message id ('' when unknown), ... LREM count 1: one occurrence per
   // acknowledgement, even when a duplicate push put the same element in the list twice.
-  private static final Script ACK = new Script("""
+  private static final LuaScript ACK = LuaScript.of("""
       local removed = 0
       for i = 1, #ARGV, 2 do
         local n = redis.call('LREM', KEYS[1], 1, ARGV[i])
@@ -66,7 +63,7 @@ public final class ListQueues implements AutoCloseable {
 
   // KEYS: processing, deliveries. ARGV: element, message id, ... Counts a delivery that ended without an outcome for
   // each element still held; -1 for one that is gone (the reaper returned it: this consumer was presumed dead).
-  private static final Script COUNT_FAILED = new Script("""
+  private static final LuaScript COUNT_FAILED = LuaScript.of("""
       local out = {}
       for i = 1, #ARGV, 2 do
         if not redis.call('LPOS', KEYS[1], ARGV[i]) then
@@ -80,7 +77,7 @@ public final class ListQueues implements AutoCloseable {
       return out""");
 
   // KEYS: heartbeat key, registry. ARGV: processing key, ttl ms. The registry value is the server time in seconds.
-  private static final Script HEARTBEAT = new Script("""
+  private static final LuaScript HEARTBEAT = LuaScript.of("""
       redis.call('SET', KEYS[1], '1', 'PX', ARGV[2])
       redis.call('HSET', KEYS[2], ARGV[1], redis.call('TIME')[1])
       return 1""");
@@ -88,7 +85,7 @@ public final class ListQueues implements AutoCloseable {
   // KEYS: list, registry, deliveries. ARGV: seconds after which a dead, empty registration is forgotten; a processing
   // key to release now whatever its heartbeat ('' for none). Moves every element of each dead consumer's processing
   // list back to the head of the list, keeping their order (RIGHT to LEFT, last first), counting one delivery each.
-  private static final Script REAP = new Script("""
+  private static final LuaScript REAP = LuaScript.of("""
       local now = tonumber(redis.call('TIME')[1])
       local returned, consumers = 0, 0
       local entries = redis.call('HGETALL', KEYS[2])
@@ -123,9 +120,9 @@ public final class ListQueues implements AutoCloseable {
 
   // KEYS: list, registry. Per registered processing list: key, length, alive, lowest ID ('' when empty).
   /** The relay's own script: the lowest ID a list or its processing lists hold (see the outbox module). */
-  private static final Script LOWEST_HELD = Script.resource("/dev/handoff/outbox/list-watermark.lua");
+  private static final LuaScript LOWEST_HELD = LuaScript.resource("/dev/handoff/outbox/list-watermark.lua");
 
-  private static final Script HOLDERS = new Script("""
+  private static final LuaScript HOLDERS = LuaScript.of("""
       local out = {}
       local entries = redis.call('HKEYS', KEYS[2])
       for i = 1, #entries do
@@ -152,7 +149,7 @@ public final class ListQueues implements AutoCloseable {
 
   /** Moves up to {@code count} elements from the head of {@code list} into {@code processing}, without blocking. */
   public List<Taken> take(String list, String processing, int count) {
-    List<?> reply = (List<?>) TAKE.run(commands, List.of(list, processing, ListFormat.deliveriesKey(list)),
+    List<?> reply = (List<?>) run(TAKE, commands, List.of(list, processing, ListFormat.deliveriesKey(list)),
         List.of(bytes(Integer.toString(count))));
     List<Taken> out = new ArrayList<>(reply.size() / 2);
     for (int i = 0; i + 1 < reply.size(); i += 2) {
@@ -183,13 +180,13 @@ public final class ListQueues implements AutoCloseable {
     if (elements.isEmpty()) {
       return 0;
     }
-    return ((Number) ACK.run(commands, List.of(processing, ListFormat.deliveriesKey(list)),
+    return ((Number) run(ACK, commands, List.of(processing, ListFormat.deliveriesKey(list)),
         pairs(elements, messageIds))).longValue();
   }
 
   /** Counts one delivery without outcome per element still held; -1 for one no longer held. */
   public long[] countFailed(String list, String processing, List<byte[]> elements, List<String> messageIds) {
-    List<?> reply = (List<?>) COUNT_FAILED.run(commands, List.of(processing, ListFormat.deliveriesKey(list)),
+    List<?> reply = (List<?>) run(COUNT_FAILED, commands, List.of(processing, ListFormat.deliveriesKey(list)),
         pairs(elements, messageIds));
     long[] out = new long[reply.size()];
     for (int i = 0; i < out.length; i++) {
@@ -200,13 +197,13 @@ public final class ListQueues implements AutoCloseable {
 
   /** Renews the heartbeat of one processing list and (re-)registers it. */
   public void heartbeat(String list, String processing, Duration ttl) {
-    HEARTBEAT.run(commands, List.of(ListFormat.heartbeatKey(processing), ListFormat.consumersKey(list)),
+    run(HEARTBEAT, commands, List.of(ListFormat.heartbeatKey(processing), ListFormat.consumersKey(list)),
         List.of(bytes(processing), bytes(Long.toString(ttl.toMillis()))));
   }
 
   /** Returns the elements of dead consumers (and of {@code release}, if not null) to the head of the list. */
   public Reaped reap(String list, Duration forgetAfter, String release) {
-    List<?> reply = (List<?>) REAP.run(commands,
+    List<?> reply = (List<?>) run(REAP, commands,
         List.of(list, ListFormat.consumersKey(list), ListFormat.deliveriesKey(list)),
         List.of(bytes(Long.toString(Math.max(1, forgetAfter.toSeconds()))), bytes(release == null ? "" : release)));
     return new Reaped(((Number) reply.get(0)).longValue(), ((Number) reply.get(1)).longValue());
@@ -223,7 +220,7 @@ public final class ListQueues implements AutoCloseable {
    * ever pushed, or Redis lost it).
    */
   public long[] lowestHeld(String list) {
-    List<?> reply = (List<?>) LOWEST_HELD.run(commands,
+    List<?> reply = (List<?>) run(LOWEST_HELD, commands,
         List.of(list, ListFormat.relayKey(list), ListFormat.consumersKey(list)), List.of());
     String id = text(reply.get(0));
     if (id.isEmpty()) {
@@ -234,7 +231,7 @@ public final class ListQueues implements AutoCloseable {
   }
 
   public List<Holder> holders(String list) {
-    List<?> reply = (List<?>) HOLDERS.run(commands, List.of(list, ListFormat.consumersKey(list)), List.of());
+    List<?> reply = (List<?>) run(HOLDERS, commands, List.of(list, ListFormat.consumersKey(list)), List.of());
     List<Holder> out = new ArrayList<>(reply.size());
     for (Object o : reply) {
       List<?> h = (List<?>) o;
@@ -278,39 +275,9 @@ public final class ListQueues implements AutoCloseable {
     return o instanceof byte[] b ? new String(b, StandardCharsets.UTF_8) : String.valueOf(o);
   }
 
-  /** A script run by SHA, sent whole only when the server does not know it (after a restart, say). */
-  private static final class Script {
-    private final byte[] source;
-    private final byte[] sha;
-
-    static Script resource(String path) {
-      try (java.io.InputStream in = ListQueues.class.getResourceAsStream(path)) {
-        if (in == null) {
-          throw new IllegalStateException("missing script resource " + path);
-        }
-        return new Script(new String(in.readAllBytes(), StandardCharsets.UTF_8));
-      } catch (java.io.IOException e) {
-        throw new java.io.UncheckedIOException(e);
-      }
-    }
-
-    Script(String source) {
-      this.source = bytes(source);
-      try {
-        this.sha = bytes(HexFormat.of().formatHex(MessageDigest.getInstance("SHA-1").digest(this.source)));
-      } catch (NoSuchAlgorithmException e) {
-        throw new IllegalStateException(e);
-      }
-    }
-
-    Object run(RedisClient redis, List<String> keys, List<byte[]> args) {
-      List<byte[]> rawKeys = new ArrayList<>(keys.size());
-      keys.forEach(k -> rawKeys.add(bytes(k)));
-      try {
-        return redis.evalsha(sha, rawKeys, args);
-      } catch (JedisNoScriptException e) {
-        return redis.eval(source, rawKeys, args);
-      }
-    }
+  private static Object run(LuaScript script, RedisClient redis, List<String> keys, List<byte[]> args) {
+    List<byte[]> rawKeys = new ArrayList<>(keys.size());
+    keys.forEach(k -> rawKeys.add(bytes(k)));
+    return script.run(redis, rawKeys, args);
   }
 }

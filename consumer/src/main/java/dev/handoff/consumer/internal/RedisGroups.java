@@ -1,5 +1,6 @@
 package dev.handoff.consumer.internal;
 
+import dev.handoff.outbox.internal.LuaScript;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -49,7 +50,7 @@ public final class RedisGroups implements AutoCloseable {
 
   // The owner check and the claim must be one atomic step, or a renewal could steal an entry that another
   // consumer claimed an instant earlier (XCLAIM with min-idle 0 takes anything).
-  private static final String RENEW = """
+  private static final LuaScript RENEW = LuaScript.of("""
       local lost = {}
       for i = 3, #ARGV do
         local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
@@ -59,11 +60,11 @@ public final class RedisGroups implements AutoCloseable {
           lost[#lost + 1] = ARGV[i]
         end
       end
-      return lost""";
+      return lost""");
 
   // Backoff by idle-time reset: an entry with idle = minIdle - backoff becomes claimable after backoff. JUSTID so
   // the delivery count is not bumped (the next claim bumps it, and that is the attempt that counts).
-  private static final String DEFER = """
+  private static final LuaScript DEFER = LuaScript.of("""
       local n = 0
       for i = 3, #ARGV, 2 do
         local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
@@ -72,29 +73,29 @@ public final class RedisGroups implements AutoCloseable {
           n = n + 1
         end
       end
-      return n""";
+      return n""");
 
-  private static final String COUNTS = """
+  private static final LuaScript COUNTS = LuaScript.of("""
       local out = {}
       for i = 3, #ARGV do
         local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
         if p[1] ~= nil and p[1][2] == ARGV[2] then out[#out + 1] = p[1][4] else out[#out + 1] = -1 end
       end
-      return out""";
+      return out""");
 
   // Deleting a consumer with pending entries would orphan them for good (XGROUP DELCONSUMER drops them from the
   // group's PEL), so the check and the delete run as one step.
-  private static final String DELETE_IDLE_CONSUMER = """
+  private static final LuaScript DELETE_IDLE_CONSUMER = LuaScript.of("""
       local p = redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2])
       if #p == 0 then return redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2]) end
-      return -1""";
+      return -1""");
 
   // Counts up to ARGV[2] entries after ARGV[1] server-side, so only the count and the last ID cross the wire. One
   // call is one page: a long scan is many short scripts, never one that holds Redis for the whole count.
-  private static final String COUNT_PAGE = """
+  private static final LuaScript COUNT_PAGE = LuaScript.of("""
       local r = redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', tonumber(ARGV[2]))
       if #r == 0 then return {0, ARGV[1]} end
-      return {#r, r[#r][1]}""";
+      return {#r, r[#r][1]}""");
   private static final int COUNT_PAGE_SIZE = 500;
 
   private final RedisClient commands;
@@ -323,7 +324,7 @@ public final class RedisGroups implements AutoCloseable {
   }
 
   private List<?> countPage(String streamKey, String afterId, int count) {
-    return (List<?>) commands.eval(COUNT_PAGE, List.of(streamKey), List.of(afterId, Integer.toString(count)));
+    return (List<?>) COUNT_PAGE.runText(commands, List.of(streamKey), List.of(afterId, Integer.toString(count)));
   }
 
   /** Pending summary: total, min ID and pending per consumer. */
@@ -368,13 +369,13 @@ public final class RedisGroups implements AutoCloseable {
     return out;
   }
 
-  private Object eval(String script, String streamKey, String consumer, List<String> rest) {
+  private Object eval(LuaScript script, String streamKey, String consumer, List<String> rest) {
     List<String> args = new ArrayList<>(rest.size() + 2);
     args.add(groupName);
     args.add(consumer);
     args.addAll(rest);
     try {
-      return commands.eval(script, List.of(streamKey), args);
+      return script.runText(commands, List.of(streamKey), args);
     } catch (JedisDataException e) {
       throw translate(e, streamKey);
     }

@@ -19,9 +19,9 @@ final class RedisLists implements RedisTransport {
 
   private final UnifiedJedis redis;
   private final long capacity;
-  private final RedisStreams.Script push = RedisStreams.Script.load("list-push.lua");
-  private final RedisStreams.Script room = RedisStreams.Script.load("list-room.lua");
-  private final RedisStreams.Script watermark = RedisStreams.Script.load("list-watermark.lua");
+  private final LuaScript push = LuaScript.resource("/dev/handoff/outbox/list-push.lua");
+  private final LuaScript room = LuaScript.resource("/dev/handoff/outbox/list-room.lua");
+  private final LuaScript watermark = LuaScript.resource("/dev/handoff/outbox/list-watermark.lua");
 
   RedisLists(UnifiedJedis redis, long capacity) {
     this.redis = redis;
@@ -40,7 +40,7 @@ final class RedisLists implements RedisTransport {
 
   @Override
   public long room(String key, String relayKey) {
-    Object reply = room.run(redis, keys(key, relayKey), List.of(bytes(Long.toString(capacity))));
+    Object reply = RedisStreams.run(room, redis, keys(key, relayKey), List.of(bytes(Long.toString(capacity))));
     return (Long) reply;
   }
 
@@ -54,7 +54,7 @@ final class RedisLists implements RedisTransport {
       args.add(bytes(Long.toString(row.streamId().seq())));
       args.add(ListFormat.encode(row.streamId().toString(), row.toMessage()));
     }
-    List<?> reply = (List<?>) push.run(redis, keys(key, relayKey), args);
+    List<?> reply = (List<?>) RedisStreams.run(push, redis, keys(key, relayKey), args);
     long first = (Long) reply.get(0);
     if (first < 0) {
       return new PublishResult(true, (Long) reply.get(1), List.of());
@@ -83,7 +83,7 @@ final class RedisLists implements RedisTransport {
   /** Lists are never trimmed (consumers remove what they finish); this only reports the watermark. */
   @Override
   public TrimResult trim(String key, String relayKey, StreamId noGroupFloor, int limit) {
-    List<?> reply = (List<?>) watermark.run(redis, keys(key, relayKey), List.of());
+    List<?> reply = (List<?>) RedisStreams.run(watermark, redis, keys(key, relayKey), List.of());
     return new TrimResult(new String((byte[]) reply.get(0), StandardCharsets.UTF_8), 0, (Long) reply.get(2), "",
         redis.llen(key));
   }

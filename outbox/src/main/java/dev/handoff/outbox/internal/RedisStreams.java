@@ -2,20 +2,13 @@ package dev.handoff.outbox.internal;
 
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.exceptions.JedisConnectionException;
 import redis.clients.jedis.exceptions.JedisDataException;
-import redis.clients.jedis.exceptions.JedisNoScriptException;
 import redis.clients.jedis.resps.StreamInfo;
 
 /** The stream transport: the publish and trim scripts, and the stream's last generated ID. */
@@ -24,8 +17,8 @@ final class RedisStreams implements RedisTransport {
   static final int CONNECTION_ATTEMPTS = 4;
 
   private final UnifiedJedis redis;
-  private final Script publish = Script.load("publish.lua");
-  private final Script trim = Script.load("trim.lua");
+  private final LuaScript publish = LuaScript.resource("/dev/handoff/outbox/publish.lua");
+  private final LuaScript trim = LuaScript.resource("/dev/handoff/outbox/trim.lua");
 
   RedisStreams(UnifiedJedis redis) {
     this.redis = redis;
@@ -64,7 +57,7 @@ final class RedisStreams implements RedisTransport {
         args.add(v);
       });
     }
-    List<?> reply = (List<?>) publish.run(redis, List.of(bytes(streamKey), bytes(relayKey)), args);
+    List<?> reply = (List<?>) run(publish, redis, List.of(bytes(streamKey), bytes(relayKey)), args);
     long first = (Long) reply.get(0);
     if (first < 0) {
       return new PublishResult(true, (Long) reply.get(1), List.of());
@@ -84,7 +77,7 @@ final class RedisStreams implements RedisTransport {
   /** Trims below the lowest ID any consumer group still needs; {@code noGroupFloor} applies when there is none. */
   @Override
   public TrimResult trim(String streamKey, String relayKey, StreamId noGroupFloor, int limit) {
-    List<?> reply = (List<?>) trim.run(redis, List.of(bytes(streamKey)),
+    List<?> reply = (List<?>) run(trim, redis, List.of(bytes(streamKey)),
         List.of(bytes(noGroupFloor.toString()), bytes(Integer.toString(limit))));
     String minId = new String((byte[]) reply.get(0), StandardCharsets.UTF_8);
     return new TrimResult(minId, (Long) reply.get(1), (Long) reply.get(2),
@@ -115,41 +108,17 @@ final class RedisStreams implements RedisTransport {
     return s.getBytes(StandardCharsets.UTF_8);
   }
 
-  /** A Lua script run by its SHA, sent whole only when Redis does not have it (after a restart, for example). */
-  record Script(byte[] source, byte[] sha) {
-
-    static Script load(String name) {
-      try (InputStream in = RedisStreams.class.getResourceAsStream("/dev/handoff/outbox/" + name)) {
-        if (in == null) {
-          throw new IllegalStateException("missing script resource " + name);
-        }
-        byte[] source = in.readAllBytes();
-        byte[] sha = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-1").digest(source))
-            .getBytes(StandardCharsets.US_ASCII);
-        return new Script(source, sha);
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      } catch (NoSuchAlgorithmException e) {
-        throw new IllegalStateException(e);
-      }
-    }
-
-    /**
-     * Runs the script. Pooled connections broken by a Redis restart fail once each and are discarded, so a
-     * connection error is retried a few times; the scripts are safe to run again.
-     */
-    Object run(UnifiedJedis redis, List<byte[]> keys, List<byte[]> args) {
-      for (int attempt = 1; ; attempt++) {
-        try {
-          try {
-            return redis.evalsha(sha, keys, args);
-          } catch (JedisNoScriptException e) {
-            return redis.eval(source, keys, args);
-          }
-        } catch (JedisConnectionException e) {
-          if (attempt == CONNECTION_ATTEMPTS) {
-            throw e;
-          }
+  /**
+   * Runs a script. Pooled connections broken by a Redis restart fail once each and are discarded, so a connection
+   * error is retried a few times; the relay's scripts are safe to run again.
+   */
+  static Object run(LuaScript script, UnifiedJedis redis, List<byte[]> keys, List<byte[]> args) {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return script.run(redis, keys, args);
+      } catch (JedisConnectionException e) {
+        if (attempt == CONNECTION_ATTEMPTS) {
+          throw e;
         }
       }
     }
