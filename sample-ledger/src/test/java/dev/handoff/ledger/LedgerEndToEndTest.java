@@ -1,5 +1,8 @@
 package dev.handoff.ledger;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.testkit.ConsumerFaults;
@@ -24,8 +27,6 @@ import org.junit.jupiter.api.Test;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.resps.StreamEntry;
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 /**
  * The whole chain in one JVM: 10,000 payments through the payment service, a relay, and three ledger consumers whose

@@ -1,5 +1,8 @@
 package dev.handoff.ledger;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
 import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.Relay;
@@ -10,8 +13,6 @@ import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.HostAndPort;
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * {@code status} on the list transport keeps the three places apart: the outbox backlog (held back at the capacity),

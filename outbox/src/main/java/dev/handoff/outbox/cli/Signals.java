@@ -12,12 +12,12 @@ import java.util.concurrent.CountDownLatch;
  * cannot be suppressed, and main code compiles with warnings as errors. The calls are the same as
  * {@code Signal.handle(new Signal("TERM"), s -> stop.countDown())}.
  */
-final class Signals {
+public final class Signals {
 
   private Signals() {}
 
-  /** A latch released by the first SIGTERM or SIGINT. */
-  static CountDownLatch termination() {
+  /** A latch released by the first SIGTERM or SIGINT. Used by every command of handoff that runs until stopped. */
+  public static CountDownLatch termination() {
     CountDownLatch stop = new CountDownLatch(1);
     try {
       Class<?> signal = Class.forName("sun.misc.Signal");

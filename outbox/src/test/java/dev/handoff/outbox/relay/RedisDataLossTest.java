@@ -26,7 +26,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import redis.clients.jedis.RedisClient;
-import redis.clients.jedis.exceptions.JedisConnectionException;
 
 /**
  * Redis losing part of what the relay wrote, each way the relay's checks in {@code publish.lua} and
@@ -65,7 +64,7 @@ class RedisDataLossTest {
         assertThat(redis.xlen(key)).isEqualTo(500);
 
         server.killAndRestartFromSnapshot();
-        assertThat(reconnected(redis).xlen(key)).as("the snapshot's entries only").isEqualTo(300);
+        assertThat(StreamAssertions.reconnected(redis).xlen(key)).as("the snapshot's entries only").isEqualTo(300);
 
         append("orders", 50);
         publishAll(relay);
@@ -133,7 +132,7 @@ class RedisDataLossTest {
           String.class)).containsExactly(e3);
 
       server.restart(); // the list, the processing list and the relay's hash are gone
-      reconnected(redis);
+      StreamAssertions.reconnected(redis);
       publishAll(relay);
     }
     List<String> ids = new ArrayList<>();
@@ -155,18 +154,6 @@ class RedisDataLossTest {
     assertThat(env.queryLong("select count(*) from outbox where published_at is null")).isZero();
   }
 
-  /** Lets the pool discard the connections the restart broke. */
-  private static RedisClient reconnected(RedisClient redis) {
-    for (int i = 0; i < 20; i++) {
-      try {
-        redis.ping();
-        return redis;
-      } catch (JedisConnectionException e) {
-        // a broken pooled connection; the next borrow gets another
-      }
-    }
-    throw new IllegalStateException("Redis did not come back");
-  }
 
   private RelayBuilder relay(RedisClient redis, String topic) {
     return Relay.builder(env.dataSource(), redis)

@@ -59,7 +59,7 @@ class RelayRedisLossAndRetentionTest {
       assertThat(before).hasSize(500);
 
       server.restart();
-      assertThat(reconnected(redis).exists(key)).isFalse();
+      assertThat(StreamAssertions.reconnected(redis).exists(key)).isFalse();
 
       append("orders", 100);
       relay.relayOnce();
@@ -96,7 +96,7 @@ class RelayRedisLossAndRetentionTest {
       server.restart();
       // Nothing new is appended: the lease renewal probe notices the loss by itself.
       relay.relayOnce();
-      List<StreamAssertions.Entry> after = StreamAssertions.entries(reconnected(redis), key);
+      List<StreamAssertions.Entry> after = StreamAssertions.entries(StreamAssertions.reconnected(redis), key);
       assertThat(after).hasSize(51);
       StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, after);
     }
@@ -174,18 +174,6 @@ class RelayRedisLossAndRetentionTest {
     assertThat(env.queryLong("select count(*) from outbox where published_at is null")).isEqualTo(200);
   }
 
-  /** Lets the pool discard the connections the restart broke. */
-  private static RedisClient reconnected(RedisClient redis) {
-    for (int i = 0; i < 20; i++) {
-      try {
-        redis.ping();
-        return redis;
-      } catch (redis.clients.jedis.exceptions.JedisConnectionException e) {
-        // a broken pooled connection; the next borrow gets another
-      }
-    }
-    throw new IllegalStateException("Redis did not come back");
-  }
 
   private RelayBuilder relay(RedisClient redis, String topic) {
     return Relay.builder(env.dataSource(), redis)

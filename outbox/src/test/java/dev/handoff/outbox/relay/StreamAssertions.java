@@ -15,7 +15,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisConnectionException;
 
 /** Reads a stream and the outbox back, for exact assertions. */
 final class StreamAssertions {
@@ -71,5 +73,18 @@ final class StreamAssertions {
       assertThat(stored.get(e.message().messageId())).as("stored stream id of %s", e.message().messageId())
           .isEqualTo(e.id());
     }
+  }
+
+  /** Lets the pool discard the connections a Redis restart broke; returns the client once a PING goes through. */
+  static RedisClient reconnected(RedisClient redis) {
+    for (int i = 0; i < 20; i++) {
+      try {
+        redis.ping();
+        return redis;
+      } catch (JedisConnectionException e) {
+        // a broken pooled connection; the next borrow gets another
+      }
+    }
+    throw new IllegalStateException("Redis did not come back");
   }
 }
