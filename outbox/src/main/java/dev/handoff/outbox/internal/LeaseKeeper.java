@@ -1,0 +1,175 @@
+package dev.handoff.outbox.internal;
+
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayConfig;
+import dev.handoff.outbox.RelayListener;
+import dev.handoff.outbox.ShardId;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The relay's lease job: one writer per stream through the fenced leases of {@code relay_lease}. It renews what the
+ * relay owns every third of the TTL, gives shards above the fair share back to new peers, takes free or expired
+ * ones, and on each renewal asks the publisher to check the owned streams for loss. Used under the relay's work
+ * lock; {@link #ownedView()} may be read from any thread.
+ */
+final class LeaseKeeper {
+
+  private static final Logger log = LoggerFactory.getLogger(Relay.class);
+
+  private final RelayConfig config;
+  private final RelayListener listener;
+  private final LeaseQueries leases;
+  private final RedisTransport streams;
+  private final List<ShardId> allShards;
+  private final Map<ShardId, OwnedShard> owned;
+  private final ShardPublisher.Connections connections;
+  private final Consumer<Runnable> notifier;
+  private ShardPublisher publisher;
+  private volatile Set<ShardId> ownedView = Set.of();
+  private boolean rowsEnsured;
+  private long nextLeaseCheckNanos;
+
+  LeaseKeeper(RelayConfig config, LeaseQueries leases, RedisTransport streams, Map<ShardId, OwnedShard> owned,
+      ShardPublisher.Connections connections, Consumer<Runnable> notifier) {
+    this.config = config;
+    this.listener = config.listener();
+    this.leases = leases;
+    this.streams = streams;
+    this.allShards = config.shards();
+    this.owned = owned;
+    this.connections = connections;
+    this.notifier = notifier;
+  }
+
+  /** The publisher that sends what a shard still has assigned before it is given up, and probes for loss. */
+  void publisher(ShardPublisher publisher) {
+    this.publisher = publisher;
+  }
+
+  /** The shards this relay owns, as of the last lease check. */
+  Set<ShardId> ownedView() {
+    return ownedView;
+  }
+
+  /** Makes the next {@link #manage} check the leases whatever the schedule (after a failure). */
+  void checkSoon() {
+    nextLeaseCheckNanos = 0;
+  }
+
+  /** When the next lease check is due, in {@link System#nanoTime()} terms. */
+  long nextCheckNanos() {
+    return nextLeaseCheckNanos;
+  }
+
+  /**
+   * Gives every owned shard back and leaves the membership: after {@code sendAssigned} had its chance, for a clean
+   * stop, so that a peer takes the shards at once instead of after the TTL. Returns whether nothing was left.
+   */
+  boolean releaseAll(Connection c, long deadlineNanos) throws SQLException {
+    boolean drained = true;
+    for (OwnedShard o : new ArrayList<>(owned.values())) {
+      drained &= publisher.sendAssigned(c, o, deadlineNanos);
+      if (owned.containsKey(o.id)) {
+        leases.release(c, o.id, config.owner(), o.epoch);
+        notify(() -> listener.leaseLost(o.id, o.epoch, true));
+      }
+    }
+    owned.clear();
+    ownedView = Set.of();
+    leases.leave(c, config.owner());
+    return drained;
+  }
+
+
+  /** Renews, takes and gives up leases when due ({@code force}: now), and checks owned streams for loss. */
+  void manage(boolean force) throws SQLException {
+    long now = System.nanoTime();
+    if (!force && now < nextLeaseCheckNanos) {
+      return;
+    }
+    nextLeaseCheckNanos = now + config.leaseTtl().toNanos() / 3;
+    try (Connection c = connections.get()) {
+      if (!rowsEnsured) {
+        for (ShardId shard : allShards) {
+          leases.ensureRow(c, shard, config.keyPrefix());
+        }
+        rowsEnsured = true;
+      }
+      int live = leases.heartbeat(c, config.owner(), config.leaseTtl());
+      int target = (allShards.size() + live - 1) / live;
+
+      for (OwnedShard o : new ArrayList<>(owned.values())) {
+        LeaseQueries.Lease lease = leases.acquire(c, o.id, config.owner(), config.leaseTtl());
+        if (lease == null || lease.epoch() != o.epoch) {
+          lost(o, "another relay holds it now");
+        } else {
+          publisher.probe(c, o);
+        }
+      }
+      // More relays than before: give back shards above the fair share, so others can take them now.
+      List<OwnedShard> mine = new ArrayList<>(owned.values());
+      for (int i = mine.size() - 1; i >= 0 && owned.size() > target; i--) {
+        OwnedShard o = mine.get(i);
+        // What cannot go now (a full list) keeps its IDs for the next owner: never hold the shard to wait for it.
+        publisher.sendAssigned(c, o, System.nanoTime() + config.leaseTtl().toNanos() / 3);
+        if (owned.remove(o.id) != null) {
+          leases.release(c, o.id, config.owner(), o.epoch);
+          log.info("relay {} released {} (epoch {}) to rebalance across {} relays", config.owner(), o.id, o.epoch,
+              live);
+          notify(() -> listener.leaseLost(o.id, o.epoch, true));
+        }
+      }
+      // Start the search at an offset of our own, so that relays starting together do not chase the same shards.
+      int offset = Math.floorMod(config.owner().hashCode(), Math.max(1, allShards.size()));
+      for (int i = 0; i < allShards.size() && owned.size() < target; i++) {
+        ShardId shard = allShards.get((offset + i) % allShards.size());
+        if (owned.containsKey(shard)) {
+          continue;
+        }
+        LeaseQueries.Lease lease = leases.acquire(c, shard, config.owner(), config.leaseTtl());
+        if (lease != null) {
+          takeOver(c, shard, lease);
+        }
+      }
+      ownedView = Collections.unmodifiableSet(new TreeSet<>(owned.keySet()));
+    }
+  }
+
+  private void takeOver(Connection c, ShardId shard, LeaseQueries.Lease lease) throws SQLException {
+    String key = streams.key(config.keyPrefix(), shard);
+    OwnedShard o = new OwnedShard(shard, key, streams.relayKey(key), lease.epoch(), lease.entriesAdded(),
+        config.minBatchSize());
+    // Never assign below what the stream already holds, whoever wrote it.
+    StreamId top = streams.lastGeneratedId(o.streamKey, o.relayKey);
+    if (top.compareTo(lease.lastAssigned()) > 0) {
+      leases.raiseLastAssigned(c, shard, config.owner(), lease.epoch(), top);
+    }
+    owned.put(shard, o);
+    log.info("relay {} took {} with epoch {} (last assigned {}, stream top {})", config.owner(), shard,
+        lease.epoch(), lease.lastAssigned(), top);
+    notify(() -> listener.leaseAcquired(shard, lease.epoch()));
+  }
+
+  /** Forgets a shard whose lease another relay holds now; the relay stops writing its stream. */
+  void lost(OwnedShard o, String why) {
+    if (owned.remove(o.id) != null) {
+      ownedView = Collections.unmodifiableSet(new TreeSet<>(owned.keySet()));
+      log.warn("relay {} lost {} (epoch {}): {}; it stops writing that stream", config.owner(), o.id, o.epoch, why);
+      notify(() -> listener.leaseLost(o.id, o.epoch, false));
+    }
+  }
+
+  private void notify(Runnable callback) {
+    notifier.accept(callback);
+  }
+}

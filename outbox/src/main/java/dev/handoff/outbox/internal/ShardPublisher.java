@@ -1,0 +1,325 @@
+package dev.handoff.outbox.internal;
+
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayConfig;
+import dev.handoff.outbox.RelayCycle;
+import dev.handoff.outbox.RelayListener;
+import dev.handoff.outbox.ShardId;
+import dev.handoff.outbox.internal.RedisTransport.EntryStatus;
+import dev.handoff.outbox.internal.RedisTransport.PublishResult;
+import dev.handoff.outbox.testkit.RelayFaults;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BiConsumer;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The relay's publishing job: per owned shard, what is already assigned (a pending batch after a crash or a takeover,
+ * rows re-published after Redis lost data), then a new batch, written with its IDs and marked published, fenced by
+ * the lease epoch. Used under the relay's work lock only; not thread-safe on its own.
+ */
+final class ShardPublisher {
+
+  /** Opens an auto-commit connection. */
+  @FunctionalInterface
+  interface Connections {
+    Connection get() throws SQLException;
+  }
+
+  private static final Logger log = LoggerFactory.getLogger(Relay.class);
+  private static final long PLANNING_CHECK_INTERVAL_NANOS = 5_000_000_000L;
+
+  private final RelayConfig config;
+  private final RelayListener listener;
+  private final RedisTransport streams;
+  private final LeaseQueries leases;
+  private final OutboxQueries outbox;
+  private final RelayFaults faults;
+  private final RelayMaintenance maintenance;
+  private final Map<ShardId, OwnedShard> owned;
+  private final Connections connections;
+  private final BiConsumer<OwnedShard, String> lostHandler;
+  private final Consumer<Runnable> notifier;
+  /** Set by each cycle of {@link #publishOwned}: whether the next cycle should start without waiting. */
+  private boolean mayHaveMore;
+  private long nextPlanningCheckNanos = System.nanoTime();
+
+  ShardPublisher(RelayConfig config, RedisTransport streams, LeaseQueries leases, OutboxQueries outbox,
+      RelayFaults faults, RelayMaintenance maintenance, Map<ShardId, OwnedShard> owned, Connections connections,
+      BiConsumer<OwnedShard, String> lostHandler, Consumer<Runnable> notifier) {
+    this.config = config;
+    this.listener = config.listener();
+    this.streams = streams;
+    this.leases = leases;
+    this.outbox = outbox;
+    this.faults = faults;
+    this.maintenance = maintenance;
+    this.owned = owned;
+    this.connections = connections;
+    this.lostHandler = lostHandler;
+    this.notifier = notifier;
+  }
+
+  /** Whether the last cycle left work that may be waiting (a full batch, a re-send, a loss). */
+  boolean mayHaveMore() {
+    return mayHaveMore;
+  }
+
+  /** Brings the next cycle on at once (a maintenance run still in progress). */
+  void moreToDo() {
+    mayHaveMore = true;
+  }
+
+
+  /**
+   * One cycle over the owned shards: what is already assigned first, then a new batch per shard, written to Redis
+   * shard after shard and marked after the last write. Sets {@link #mayHaveMore()}.
+   */
+  RelayCycle publishOwned(boolean assignedOnly) throws SQLException {
+    int assigned = 0;
+    int published = 0;
+    long republished = 0;
+    mayHaveMore = false;
+    if (owned.isEmpty()) {
+      return new RelayCycle(0, 0, 0, 0);
+    }
+    try (Connection c = connections.get()) {
+      long start = System.nanoTime();
+      if (start >= nextPlanningCheckNanos) {
+        outbox.refreshPlanning(c);
+        nextPlanningCheckNanos = start + PLANNING_CHECK_INTERVAL_NANOS;
+      }
+      // New batches are written to Redis shard after shard and recorded in the database after the last write, so
+      // that a shard's entries do not wait for the other shards' marks (each is a round trip and a plan). Until
+      // its mark, a written batch stays the lease's pending batch: after a failure it is sent again and found.
+      List<Written> unrecorded = new ArrayList<>();
+      for (OwnedShard o : new ArrayList<>(owned.values())) {
+        if (o.checkAssigned) {
+          PublishOutcome p = publishAssigned(c, o);
+          published += p.published;
+          republished += p.republished;
+          mayHaveMore |= p.published + p.republished > 0;
+        }
+        if (assignedOnly || !owned.containsKey(o.id) || o.checkAssigned) {
+          continue;
+        }
+        // A bounded target (a list at capacity) takes no more than it has room for; the outbox holds the rest.
+        long room = streams.room(o.streamKey, o.relayKey);
+        if (room <= 0) {
+          continue;
+        }
+        int limit = (int) Math.min(o.batchSize, room);
+        // Always from the shard's lowest unassigned row: a row that commits late with a lower id must go before
+        // anything its key commits later (starting past the last batch once lost exactly that order).
+        OutboxQueries.Batch batch = outbox.assign(c, o.id, config.owner(), o.epoch, limit, config.maxBatchBytes());
+        if (!batch.exists()) {
+          lost(o, "its lease expired or was taken over before it could assign");
+          continue;
+        }
+        assigned += batch.rows().size();
+        // A full batch may have left rows behind; a short one took all there were when it ran, and rows committed
+        // since then notify (or are found by the next idle poll): no second pass over every shard just to see.
+        mayHaveMore |= batch.rows().size() >= limit;
+        adaptBatchSize(o, batch.rows().size());
+        if (!batch.rows().isEmpty()) {
+          List<OutboxRow> rows = batch.rows();
+          faults.beforeStreamWrite(o.id, rows.size());
+          PublishResult result = streams.publish(o.streamKey, o.relayKey, o.confirmedAdded, rows);
+          if (result.lost()) {
+            republished += streamLost(c, o, result.entriesAdded());
+            mayHaveMore = true;
+            continue;
+          }
+          faults.afterStreamWrite(o.id, rows.size());
+          unrecorded.add(new Written(o, rows, result));
+        }
+      }
+      for (Written w : unrecorded) {
+        published += confirm(c, w.shard(), w.rows(), w.result(), true);
+      }
+    }
+    maintenance.trimAfterPublish(owned.values());
+    return new RelayCycle(owned.size(), assigned, published, republished);
+  }
+
+  private void adaptBatchSize(OwnedShard o, int rows) {
+    if (rows >= o.batchSize) {
+      o.batchSize = Math.min(config.maxBatchSize(), o.batchSize * 2);
+    } else if (rows < o.batchSize / 4) {
+      o.batchSize = Math.max(config.minBatchSize(), o.batchSize / 2);
+    }
+  }
+
+  private record PublishOutcome(int published, long republished) {}
+
+  /** A pending batch Redis accepted, not yet recorded in the database. */
+  private record Written(OwnedShard shard, List<OutboxRow> rows, PublishResult result) {}
+
+  /**
+   * Sends what is assigned to the shard until nothing is left, until two calls in a row send nothing (the target is
+   * full: what is left waits, with its IDs, for room), or until the deadline. Returns whether nothing is left.
+   */
+  boolean sendAssigned(Connection c, OwnedShard o, long deadlineNanos) throws SQLException {
+    o.checkAssigned = true;
+    int idle = 0;
+    while (o.checkAssigned && owned.containsKey(o.id) && System.nanoTime() < deadlineNanos && idle < 2) {
+      PublishOutcome p = publishAssigned(c, o);
+      idle = p.published() + p.republished() > 0 ? 0 : idle + 1;
+    }
+    return !o.checkAssigned;
+  }
+
+  /**
+   * Sends a page of rows that keep their stream IDs after Redis lost data, else the pending batch recorded in the
+   * lease (after a crash or a takeover); clears {@code checkAssigned} when there is neither.
+   */
+  private PublishOutcome publishAssigned(Connection c, OwnedShard o) throws SQLException {
+    // Re-published rows first: their IDs are below any pending batch's, and Redis only accepts rising IDs.
+    List<OutboxRow> rows = outbox.assigned(c, o.id, config.maxBatchSize());
+    if (!rows.isEmpty()) {
+      return send(c, o, rows, false);
+    }
+    OutboxQueries.Batch pending = outbox.pendingBatch(c, o.id);
+    if (pending.exists()) {
+      return send(c, o, pending.rows(), true);
+    }
+    o.checkAssigned = false;
+    return new PublishOutcome(0, 0);
+  }
+
+  /**
+   * Writes rows with their stream IDs to Redis and records the outcome. A pending batch ({@code endsBatch}) goes in
+   * one call, as it was sized to, and recording it clears the batch; other rows go in calls of at most
+   * {@code maxBatchBytes}.
+   */
+  private PublishOutcome send(Connection c, OwnedShard o, List<OutboxRow> rows, boolean endsBatch) throws SQLException {
+    if (rows.isEmpty()) {
+      if (endsBatch) {
+        // Every row of the batch was published by someone else already: only forget the batch.
+        if (outbox.markPublished(c, o.id, config.owner(), o.epoch, List.of(), o.confirmedAdded, true) < 0) {
+          lost(o, "its lease was taken over");
+        }
+      }
+      return new PublishOutcome(0, 0);
+    }
+    int published = 0;
+    long republished = 0;
+    int from = 0;
+    while (from < rows.size() && owned.containsKey(o.id)) {
+      int to = from;
+      long bytes = 0;
+      while (to < rows.size()
+          && (endsBatch || to == from || bytes + rows.get(to).payload().length <= config.maxBatchBytes())) {
+        bytes += rows.get(to).payload().length;
+        to++;
+      }
+      List<OutboxRow> chunk = rows.subList(from, to);
+      from = to;
+      faults.beforeStreamWrite(o.id, chunk.size());
+      PublishResult result = streams.publish(o.streamKey, o.relayKey, o.confirmedAdded, chunk);
+      if (result.lost()) {
+        republished += streamLost(c, o, result.entriesAdded());
+        break;
+      }
+      faults.afterStreamWrite(o.id, chunk.size());
+      published += confirm(c, o, chunk, result, endsBatch);
+      if (result.statuses().contains(EntryStatus.NOT_SENT)) {
+        break; // the target is full: what follows must wait, in order, for the next attempt
+      }
+    }
+    return new PublishOutcome(published, republished);
+  }
+
+  /** Marks what Redis holds as published, and re-queues what it refused without holding. */
+  private int confirm(Connection c, OwnedShard o, List<OutboxRow> chunk, PublishResult result, boolean endsBatch)
+      throws SQLException {
+    List<OutboxRow> present = new ArrayList<>(chunk.size());
+    List<OutboxRow> refused = new ArrayList<>();
+    long oldestCreated = Long.MAX_VALUE;
+    int alreadyPresent = 0;
+    for (int i = 0; i < chunk.size(); i++) {
+      OutboxRow row = chunk.get(i);
+      EntryStatus status = result.statuses().get(i);
+      if (status == EntryStatus.ALREADY_PRESENT) {
+        alreadyPresent++;
+      }
+      if (status == EntryStatus.ADDED || status == EntryStatus.ALREADY_PRESENT) {
+        present.add(row);
+        oldestCreated = Math.min(oldestCreated, row.createdAt().toEpochMilli());
+      } else if (status == EntryStatus.NOT_SENT) {
+        // Not written (the list is full). A pending batch is cleared below, so these rows lose their IDs and are
+        // assigned again (in id order, ahead of anything newer); re-published rows keep theirs and wait.
+        continue;
+      } else {
+        refused.add(row);
+      }
+    }
+    int marked = outbox.markPublished(c, o.id, config.owner(), o.epoch, present, result.entriesAdded(), endsBatch);
+    if (marked < 0) {
+      lost(o, "its lease was taken over while it published (the entries it added are in the stream and count)");
+      return 0;
+    }
+    o.confirmedAdded = Math.max(o.confirmedAdded, result.entriesAdded());
+    o.sinceTrim += marked;
+    if (!refused.isEmpty()) {
+      reassign(c, o, refused);
+    }
+    if (marked > 0) {
+      long oldest = oldestCreated;
+      notify(() -> listener.published(o.id, marked, oldest));
+    }
+    if (alreadyPresent > 0) {
+      int resent = alreadyPresent;
+      notify(() -> listener.alreadyPresent(o.id, resent));
+    }
+    return marked;
+  }
+
+  private void reassign(Connection c, OwnedShard o, List<OutboxRow> refused) throws SQLException {
+    long[] ids = refused.stream().mapToLong(OutboxRow::id).toArray();
+    StreamId top = streams.lastGeneratedId(o.streamKey, o.relayKey);
+    String detail = "stream " + o.streamKey + " refused " + refused.size() + " entries (first outbox id "
+        + ids[0] + ", stream id " + refused.get(0).streamId() + ") that it does not hold; its top is " + top
+        + ": something else writes this stream. The rows get fresh IDs.";
+    log.error("relay {}: {}", config.owner(), detail);
+    leases.raiseLastAssigned(c, o.id, config.owner(), o.epoch, top);
+    outbox.unassign(c, o.id, config.owner(), o.epoch, ids);
+    notify(() -> listener.anomaly(o.id, refused.size(), detail));
+  }
+
+  private long streamLost(Connection c, OwnedShard o, long redisCount) throws SQLException {
+    long republished = outbox.republish(c, o.id, config.owner(), o.epoch);
+    log.error("relay {}: REDIS LOST STREAM {} (Redis counts {} entries added by relays, the database confirmed {};"
+            + " restarted without persistence, evicted or deleted?). Publishing {} retained rows again with their"
+            + " original IDs; consumers' inboxes absorb what they already processed.",
+        config.owner(), o.streamKey, redisCount, o.confirmedAdded, republished);
+    o.confirmedAdded = 0;
+    o.checkAssigned = true;
+    notify(() -> listener.streamLost(o.id, republished));
+    return republished;
+  }
+
+  /** Checks an owned stream for data loss even when nothing is being published. */
+  void probe(Connection c, OwnedShard o) throws SQLException {
+    if (o.confirmedAdded == 0) {
+      return;
+    }
+    PublishResult result = streams.publish(o.streamKey, o.relayKey, o.confirmedAdded, List.of());
+    if (result.lost()) {
+      streamLost(c, o, result.entriesAdded());
+    }
+  }
+
+  private void lost(OwnedShard o, String why) {
+    lostHandler.accept(o, why);
+  }
+
+  private void notify(Runnable callback) {
+    notifier.accept(callback);
+  }
+}
