@@ -20,7 +20,7 @@ import java.util.TreeMap;
  * @param duplicatesSkipped duplicates this consumer instance skipped since it was built (not persisted)
  */
 public record ConsumerStatus(String group, String topic, List<StreamStatus> streams, long deadLetters,
-    long duplicatesSkipped) {
+    long duplicatesSkipped) implements GroupStatus {
 
   public ConsumerStatus {
     streams = List.copyOf(streams);

@@ -63,7 +63,7 @@ import redis.clients.jedis.HostAndPort;
  * <p>Implementations are thread-safe. {@link #pollOnce()} is the deterministic alternative to {@link #start()} for
  * tests; do not mix them.
  */
-public interface ListConsumer extends AutoCloseable {
+public interface ListConsumer extends HandoffConsumer {
 
   /** Starts a builder for a consumer that uses {@code dataSource} and the Redis server at {@code redis}. */
   static ListConsumerBuilder builder(DataSource dataSource, HostAndPort redis) {
@@ -129,6 +129,7 @@ public interface ListConsumer extends AutoCloseable {
   InboxPurgeResult purgeInbox();
 
   /** Waiting, in processing per consumer, the oldest in processing, the outbox backlog, dead letters. */
+  @Override
   ListStatus status();
 
   /** The settings this consumer runs with (see the class comment for what the stream-named ones mean here). */

@@ -17,7 +17,7 @@ import java.util.Map;
  * @param duplicatesSkipped duplicates this consumer instance skipped since it was built (not persisted)
  */
 public record ListStatus(String group, String topic, List<ShardStatus> shards, long deadLetters,
-    long duplicatesSkipped) {
+    long duplicatesSkipped) implements GroupStatus {
 
   public ListStatus {
     shards = List.copyOf(shards);

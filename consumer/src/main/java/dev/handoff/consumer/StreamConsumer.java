@@ -51,7 +51,7 @@ import redis.clients.jedis.HostAndPort;
  * <p>Implementations are thread-safe. A consumer is started once; {@link #pollOnce()} is the deterministic
  * alternative for tests and must not be mixed with {@link #start()}.
  */
-public interface StreamConsumer extends AutoCloseable {
+public interface StreamConsumer extends HandoffConsumer {
 
   /** Starts a builder for a consumer that uses {@code dataSource} and the Redis server at {@code redis}. */
   static StreamConsumerBuilder builder(DataSource dataSource, HostAndPort redis) {
@@ -111,6 +111,7 @@ public interface StreamConsumer extends AutoCloseable {
   List<DeadLetter> deadLetters(int limit);
 
   /** A snapshot of the group on every shard (backlog, pending, consumers, dead letters). */
+  @Override
   ConsumerStatus status();
 
   /**

@@ -3,6 +3,7 @@ package dev.handoff.ledger;
 import dev.handoff.consumer.ConsumerListener;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.FailureIsolation;
+import dev.handoff.consumer.HandoffConsumer;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.InboxRetention;
 import dev.handoff.consumer.ListConsumer;
@@ -130,11 +131,7 @@ public final class LedgerConsumer implements AutoCloseable {
 
   /** Starts the workers (and, when enabled, the once-a-second flush of the counters). */
   public void start() {
-    if (consumer != null) {
-      consumer.start();
-    } else {
-      listConsumer.start();
-    }
+    handoff().start();
     if (persistStats) {
       flusher = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "ledger-stats-" + group);
@@ -169,6 +166,11 @@ public final class LedgerConsumer implements AutoCloseable {
     return listConsumer;
   }
 
+  /** The handoff consumer underneath, whichever the transport. */
+  public HandoffConsumer handoff() {
+    return consumer != null ? consumer : listConsumer;
+  }
+
   public Transport transport() {
     return transport;
   }
@@ -183,21 +185,21 @@ public final class LedgerConsumer implements AutoCloseable {
 
   /** Retries one dead letter; see {@link StreamConsumer#retry(long)}. */
   public boolean retry(long deadLetterId) {
-    return consumer != null ? consumer.retry(deadLetterId) : listConsumer.retry(deadLetterId);
+    return handoff().retry(deadLetterId);
   }
 
   /** Retries every retryable dead letter of the group; returns how many ran. */
   public int retryAll() {
-    return consumer != null ? consumer.retryAll() : listConsumer.retryAll();
+    return handoff().retryAll();
   }
 
   public List<DeadLetter> deadLetters(int limit) {
-    return consumer != null ? consumer.deadLetters(limit) : listConsumer.deadLetters(limit);
+    return handoff().deadLetters(limit);
   }
 
   /** Stops reading, lets batches in flight finish until {@code deadline}, flushes the counters. */
   public boolean close(Duration deadline) {
-    boolean clean = consumer != null ? consumer.close(deadline) : listConsumer.close(deadline);
+    boolean clean = handoff().close(deadline);
     if (flusher != null) {
       flusher.shutdownNow();
       flushQuietly();

@@ -2,6 +2,7 @@ package dev.handoff.consumer.testkit;
 
 import dev.handoff.consumer.ConsumerStatus;
 import dev.handoff.consumer.DeadLetter;
+import dev.handoff.consumer.HandoffConsumer;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.ListStatus;
@@ -105,32 +106,21 @@ public final class ConsumerTestKit {
    * @throws AssertionError at the deadline, or as soon as one of them was dead-lettered, naming the messages not
    *     processed and the group's status
    */
-  public static void awaitProcessed(StreamConsumer consumer, Collection<UUID> messageIds, Duration deadline) {
-    awaitProcessed(consumer.config().group(), messageIds, consumer::processed, consumer::deadLetters,
-        () -> consumer.status().toString(), deadline);
-  }
-
-  /** As {@link #awaitProcessed(StreamConsumer, Collection, Duration)}, for a list consumer. */
-  public static void awaitProcessed(ListConsumer consumer, Collection<UUID> messageIds, Duration deadline) {
+  public static void awaitProcessed(HandoffConsumer consumer, Collection<UUID> messageIds, Duration deadline) {
     awaitProcessed(consumer.config().group(), messageIds, consumer::processed, consumer::deadLetters,
         () -> consumer.status().toString(), deadline);
   }
 
   /**
    * Replays {@code range} of the outbox through the consumer's own path (see
-   * {@link StreamConsumer#replayFromOutbox}) and asserts that it changed nothing: every row was a duplicate, none
+   * {@link HandoffConsumer#replayFromOutbox}) and asserts that it changed nothing: every row was a duplicate, none
    * was handled or failed, and the whole range was there to check (nothing purged, missing or still unpublished).
    * Unlike {@link #assertReplayChangesNothing(StreamConsumer)} it does not depend on what the streams retain.
    *
    * @return the replay's result
    * @throws AssertionError if a message was handled or failed, or part of the range could not be replayed
    */
-  public static ReplayResult assertReplayChangesNothing(StreamConsumer consumer, OutboxRange range) {
-    return assertUnchanged(consumer.config().group(), range, consumer.replayFromOutbox(range));
-  }
-
-  /** As {@link #assertReplayChangesNothing(StreamConsumer, OutboxRange)}, for a list consumer. */
-  public static ReplayResult assertReplayChangesNothing(ListConsumer consumer, OutboxRange range) {
+  public static ReplayResult assertReplayChangesNothing(HandoffConsumer consumer, OutboxRange range) {
     return assertUnchanged(consumer.config().group(), range, consumer.replayFromOutbox(range));
   }
 
