@@ -15,7 +15,6 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -357,70 +356,6 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   private static int compare(long[] a, long[] b) {
     int c = Long.compare(a[0], b[0]);
     return c != 0 ? c : Long.compare(a[1], b[1]);
-  }
-
-  /** The reclaim pass shared by the workers: one worker at a time, cursors followed to {@code 0-0}. */
-  static final class ReclaimScan {
-    private final List<String> keys;
-    private final long intervalMillis;
-    private final Map<String, String> cursors = new HashMap<>();
-    private final Set<String> done = new HashSet<>();
-    private boolean busy;
-    private boolean inPass;
-    private long nextPassAt;
-
-    ReclaimScan(List<String> keys, long intervalMillis) {
-      this.keys = keys;
-      this.intervalMillis = intervalMillis;
-    }
-
-    synchronized boolean tryBegin(long now, boolean force) {
-      if (busy || (!inPass && !force && now < nextPassAt)) {
-        return false;
-      }
-      busy = true;
-      inPass = true;
-      return true;
-    }
-
-    synchronized List<String> remaining() {
-      List<String> out = new ArrayList<>();
-      for (String k : keys) {
-        if (!done.contains(k)) {
-          out.add(k);
-        }
-      }
-      return out;
-    }
-
-    synchronized String cursor(String key) {
-      return cursors.getOrDefault(key, "0-0");
-    }
-
-    synchronized void advance(String key, String next) {
-      if ("0-0".equals(next)) {
-        done.add(key);
-        cursors.remove(key);
-      } else {
-        cursors.put(key, next);
-      }
-    }
-
-    synchronized void end(long now) {
-      busy = false;
-      if (done.containsAll(keys)) {
-        inPass = false;
-        done.clear();
-        nextPassAt = now + intervalMillis;
-      }
-    }
-
-    synchronized void reset() {
-      cursors.clear();
-      done.clear();
-      inPass = false;
-      nextPassAt = 0;
-    }
   }
 
   /** One worker: a consumer name, its replay state, and the entries it holds right now. */
