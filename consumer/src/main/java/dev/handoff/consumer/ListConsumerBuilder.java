@@ -2,21 +2,12 @@ package dev.handoff.consumer;
 
 import dev.handoff.consumer.internal.ConsumerNames;
 import dev.handoff.consumer.internal.DefaultListConsumer;
-import dev.handoff.consumer.internal.JooqHandlers;
-import dev.handoff.consumer.testkit.ConsumerFaults;
-import dev.handoff.migrations.HandoffMigrations;
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.TopicConfig;
-import java.time.Clock;
 import java.time.Duration;
-import java.util.Objects;
 import javax.sql.DataSource;
-import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.JedisClientConfig;
 
 /** Builds a {@link ListConsumer}. Not thread-safe; the built consumer is. */
-public final class ListConsumerBuilder {
+public final class ListConsumerBuilder extends ConsumerBuilder<ListConsumerBuilder> {
 
   public static final int DEFAULT_WORKERS = 1;
   public static final int DEFAULT_BATCH_SIZE = 100;
@@ -28,75 +19,16 @@ public final class ListConsumerBuilder {
   public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofSeconds(1);
   public static final Duration DEFAULT_REDIS_POOL_WAIT = Duration.ofSeconds(2);
 
-  private final DataSource dataSource;
-  private final HostAndPort redis;
-  private JedisClientConfig redisConfig = DefaultJedisClientConfig.builder().build();
-  private String schema = HandoffMigrations.DEFAULT_SCHEMA;
-  private String keyPrefix = StreamFormat.DEFAULT_KEY_PREFIX;
-  private TopicConfig topic;
-  private String group;
-  private String consumerName;
-  private MessageHandler handler;
-  private BatchMessageHandler batchHandler;
-  private int workers = DEFAULT_WORKERS;
-  private int batchSize = DEFAULT_BATCH_SIZE;
-  private Duration block = DEFAULT_BLOCK;
   private Duration heartbeatTtl = DEFAULT_HEARTBEAT_TTL;
   private Duration heartbeatInterval;
   private Duration reapInterval = DEFAULT_REAP_INTERVAL;
-  private int maxDeliveries = DEFAULT_MAX_DELIVERIES;
-  private Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
-  private Duration maxBackoff;
-  private FailureIsolation failureIsolation = FailureIsolation.OPTIMISTIC_BATCH;
-  private Duration redisPoolWait = DEFAULT_REDIS_POOL_WAIT;
-  private ConsumerListener listener = ConsumerListener.NOOP;
-  private InboxRetention inboxRetention = InboxRetention.defaults();
-  private ConsumerFaults faults = ConsumerFaults.NONE;
-  private Clock clock = Clock.systemUTC();
 
   ListConsumerBuilder(DataSource dataSource, HostAndPort redis) {
-    this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
-    this.redis = Objects.requireNonNull(redis, "redis");
+    super(dataSource, redis);
   }
 
-  /**
-   * Credentials, TLS, database and timeouts for the Redis connections. handoff always speaks RESP2 and sets the
-   * blocking socket timeout itself ({@code block} + margin). Defaults to Jedis's defaults.
-   */
-  public ListConsumerBuilder redisConfig(JedisClientConfig config) {
-    this.redisConfig = Objects.requireNonNull(config, "redisConfig");
-    return this;
-  }
-
-  /** The schema holding handoff's tables. Defaults to {@code handoff}. */
-  public ListConsumerBuilder schema(String schema) {
-    this.schema = schema;
-    return this;
-  }
-
-  /** The prefix of handoff's Redis keys; must be the relay's. Defaults to {@code handoff}. */
-  public ListConsumerBuilder keyPrefix(String keyPrefix) {
-    this.keyPrefix = keyPrefix;
-    return this;
-  }
-
-  /** The topic, with its shard count (all shards are consumed). Required. */
-  public ListConsumerBuilder topic(TopicConfig topic) {
-    this.topic = Objects.requireNonNull(topic, "topic");
-    return this;
-  }
-
-  /** The topic, with one shard. */
-  public ListConsumerBuilder topic(String topic) {
-    return topic(TopicConfig.of(topic));
-  }
-
-  /**
-   * The scope of idempotency (the inbox marker is {@code (group, message ID)}) and of dead letters. All consumers
-   * of a topic's lists must use the same group: a list element goes to one of them. Required.
-   */
-  public ListConsumerBuilder group(String group) {
-    this.group = group;
+  @Override
+  ListConsumerBuilder self() {
     return this;
   }
 
@@ -107,48 +39,6 @@ public final class ListConsumerBuilder {
    */
   public ListConsumerBuilder consumerName(String consumerName) {
     this.consumerName = consumerName;
-    return this;
-  }
-
-  /** The application's work per message, on the transaction that holds the inbox marker. Required (or a batch one). */
-  public ListConsumerBuilder handler(MessageHandler handler) {
-    this.handler = Objects.requireNonNull(handler, "handler");
-    this.batchHandler = null;
-    return this;
-  }
-
-  /** The application's work for all new messages of a batch at once; replaces {@link #handler}. */
-  public ListConsumerBuilder batchHandler(BatchMessageHandler handler) {
-    this.batchHandler = Objects.requireNonNull(handler, "batchHandler");
-    this.handler = null;
-    return this;
-  }
-
-  /** The application's work per message, as jOOQ on the transaction that holds the inbox marker. */
-  public ListConsumerBuilder jooqHandler(JooqMessageHandler handler) {
-    this.handler = JooqHandlers.adapt(Objects.requireNonNull(handler, "handler"));
-    this.batchHandler = null;
-    return this;
-  }
-
-  /** Worker threads, each with its own blocking connection and processing lists. Defaults to 1. */
-  public ListConsumerBuilder workers(int workers) {
-    this.workers = workers;
-    return this;
-  }
-
-  /**
-   * The most elements one worker holds (in its processing lists, retries included) and settles in one transaction.
-   * Defaults to 100.
-   */
-  public ListConsumerBuilder batchSize(int batchSize) {
-    this.batchSize = batchSize;
-    return this;
-  }
-
-  /** How long a {@code BLMOVE} waits for an element; also bounds how long {@code close} waits. Defaults to 1 s. */
-  public ListConsumerBuilder block(Duration block) {
-    this.block = block;
     return this;
   }
 
@@ -190,52 +80,8 @@ public final class ListConsumerBuilder {
     return this;
   }
 
-  /** How a failing handler is isolated from its batch. Defaults to {@link FailureIsolation#OPTIMISTIC_BATCH}. */
-  public ListConsumerBuilder failureIsolation(FailureIsolation isolation) {
-    this.failureIsolation = isolation;
-    return this;
-  }
-
-  /** The longest a Redis command waits for a pooled connection. Defaults to 2 s. */
-  public ListConsumerBuilder redisPoolWait(Duration wait) {
-    this.redisPoolWait = wait;
-    return this;
-  }
-
-  /**
-   * How long the group keeps its inbox markers and whether a started consumer purges older ones by itself; see
-   * {@link InboxRetention}. Set its outbox retention to the relays'. Defaults to {@link InboxRetention#defaults()}:
-   * outbox retention 7 days, dedup window 8 days, automatic purge every 10 minutes.
-   */
-  public ListConsumerBuilder inboxRetention(InboxRetention retention) {
-    this.inboxRetention = java.util.Objects.requireNonNull(retention, "inboxRetention");
-    return this;
-  }
-
-  /**
-   * Test seam: a hook called where a crash matters (inside the batch transaction, and after its commit before the
-   * acknowledgement), so that a test or a demo can kill a worker there with a
-   * {@link dev.handoff.outbox.testkit.SimulatedCrash}; see {@link ConsumerFaults}. Not for production use.
-   * Defaults to {@link ConsumerFaults#NONE}.
-   */
-  public ListConsumerBuilder faults(ConsumerFaults faults) {
-    this.faults = Objects.requireNonNull(faults, "faults");
-    return this;
-  }
-
-  /** Metrics callbacks. Defaults to {@link ConsumerListener#NOOP}. */
-  public ListConsumerBuilder listener(ConsumerListener listener) {
-    this.listener = listener;
-    return this;
-  }
-
-  /** The clock for backoffs and ages. Defaults to the system UTC clock. */
-  public ListConsumerBuilder clock(Clock clock) {
-    this.clock = clock;
-    return this;
-  }
-
   /** The validated settings, in the shared record (see {@link ListConsumer} for the mapping of names). */
+  @Override
   public ConsumerConfig config() {
     Duration interval = heartbeatInterval != null ? heartbeatInterval
         : heartbeatTtl == null ? null : heartbeatTtl.dividedBy(3);
@@ -277,6 +123,7 @@ public final class ListConsumerBuilder {
    *
    * @throws IllegalArgumentException naming the first invalid setting
    */
+  @Override
   public ListConsumer build() {
     return new DefaultListConsumer(config(), dataSource, redis, redisConfig, faults);
   }

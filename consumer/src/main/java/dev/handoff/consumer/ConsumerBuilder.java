@@ -1,0 +1,196 @@
+package dev.handoff.consumer;
+
+import dev.handoff.consumer.internal.JooqHandlers;
+import dev.handoff.consumer.testkit.ConsumerFaults;
+import dev.handoff.migrations.HandoffMigrations;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.TopicConfig;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Objects;
+import javax.sql.DataSource;
+import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.JedisClientConfig;
+
+/**
+ * The settings both consumers take, with the same names and meanings: {@link StreamConsumerBuilder} and
+ * {@link ListConsumerBuilder} add their transport's own (a stream's {@code minIdle} and reclaim pass, a list's
+ * heartbeat and reaper). Not thread-safe; the built consumer is.
+ *
+ * @param <B> the builder itself, so that the shared settings chain with the transport's own
+ */
+public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
+
+  final DataSource dataSource;
+  final HostAndPort redis;
+  JedisClientConfig redisConfig = DefaultJedisClientConfig.builder().build();
+  String schema = HandoffMigrations.DEFAULT_SCHEMA;
+  String keyPrefix = StreamFormat.DEFAULT_KEY_PREFIX;
+  TopicConfig topic;
+  String group;
+  String consumerName;
+  MessageHandler handler;
+  BatchMessageHandler batchHandler;
+  int workers = 1;
+  int batchSize = 100;
+  Duration block = Duration.ofSeconds(1);
+  int maxDeliveries = 10;
+  Duration initialBackoff = Duration.ofSeconds(1);
+  Duration maxBackoff;
+  FailureIsolation failureIsolation = FailureIsolation.OPTIMISTIC_BATCH;
+  Duration redisPoolWait = Duration.ofSeconds(2);
+  ConsumerListener listener = ConsumerListener.NOOP;
+  InboxRetention inboxRetention = InboxRetention.defaults();
+  ConsumerFaults faults = ConsumerFaults.NONE;
+  Clock clock = Clock.systemUTC();
+
+  ConsumerBuilder(DataSource dataSource, HostAndPort redis) {
+    this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+    this.redis = Objects.requireNonNull(redis, "redis");
+  }
+
+  abstract B self();
+
+  /**
+   * Credentials, TLS, database and timeouts for the Redis connections handoff opens. handoff always speaks RESP2
+   * and sets the blocking-read socket timeout itself ({@code block} + margin), whatever this says. Defaults to
+   * Jedis's defaults (no auth, 2 s timeouts), or to what the URL given to {@code builder(dataSource, URI)} says.
+   */
+  public B redisConfig(JedisClientConfig config) {
+    this.redisConfig = Objects.requireNonNull(config, "redisConfig");
+    return self();
+  }
+
+  /** The schema holding handoff's tables. Defaults to {@code handoff}. */
+  public B schema(String schema) {
+    this.schema = schema;
+    return self();
+  }
+
+  /** The prefix of handoff's Redis keys; must be the relay's. Defaults to {@code handoff}. */
+  public B keyPrefix(String keyPrefix) {
+    this.keyPrefix = keyPrefix;
+    return self();
+  }
+
+  /** The topic to consume, with its shard count (all shards are consumed). Required. */
+  public B topic(TopicConfig topic) {
+    this.topic = Objects.requireNonNull(topic, "topic");
+    return self();
+  }
+
+  /** The topic to consume, with one shard. */
+  public B topic(String topic) {
+    return topic(TopicConfig.of(topic));
+  }
+
+  /**
+   * The consumer group: the scope of idempotency, since the inbox marker is {@code (group, message ID)}. On
+   * streams every group sees every message once and consumers in one group share the work; on lists a message goes
+   * to one consumer, so all consumers of a topic's lists share one group. Required.
+   */
+  public B group(String group) {
+    this.group = group;
+    return self();
+  }
+
+  /** The application's work per message, on the JDBC transaction that holds the inbox marker. Required. */
+  public B handler(MessageHandler handler) {
+    this.handler = Objects.requireNonNull(handler, "handler");
+    this.batchHandler = null;
+    return self();
+  }
+
+  /**
+   * The application's work for all new messages of a batch at once (see {@link BatchMessageHandler}); replaces
+   * {@link #handler(MessageHandler)}. The fastest option: effects can be written in one round trip.
+   */
+  public B batchHandler(BatchMessageHandler handler) {
+    this.batchHandler = Objects.requireNonNull(handler, "batchHandler");
+    this.handler = null;
+    return self();
+  }
+
+  /** The application's work per message, as jOOQ on the transaction that holds the inbox marker. */
+  public B jooqHandler(JooqMessageHandler handler) {
+    this.handler = JooqHandlers.adapt(Objects.requireNonNull(handler, "handler"));
+    this.batchHandler = null;
+    return self();
+  }
+
+  /** Worker threads, each with its own blocking Redis connection. Defaults to 1. */
+  public B workers(int workers) {
+    this.workers = workers;
+    return self();
+  }
+
+  /**
+   * The most messages one worker takes and handles in one transaction; in-flight work is bounded by
+   * {@code workers x batchSize}. Defaults to 100.
+   */
+  public B batchSize(int batchSize) {
+    this.batchSize = batchSize;
+    return self();
+  }
+
+  /**
+   * How long a read waits for new messages ({@code XREADGROUP BLOCK}, {@code BLMOVE} timeout); also bounds how long
+   * {@code close} waits for a read. Defaults to 1 s.
+   */
+  public B block(Duration block) {
+    this.block = block;
+    return self();
+  }
+
+  /** How a failing handler is isolated from its batch. Defaults to {@link FailureIsolation#OPTIMISTIC_BATCH}. */
+  public B failureIsolation(FailureIsolation isolation) {
+    this.failureIsolation = isolation;
+    return self();
+  }
+
+  /** The longest a Redis command waits for a pooled connection before failing. Defaults to 2 s. */
+  public B redisPoolWait(Duration wait) {
+    this.redisPoolWait = wait;
+    return self();
+  }
+
+  /**
+   * How long the group keeps its inbox markers and whether a started consumer purges older ones by itself; see
+   * {@link InboxRetention}. Set its outbox retention to the relays'. Defaults to {@link InboxRetention#defaults()}:
+   * outbox retention 7 days, dedup window 8 days, automatic purge every 10 minutes.
+   */
+  public B inboxRetention(InboxRetention retention) {
+    this.inboxRetention = Objects.requireNonNull(retention, "inboxRetention");
+    return self();
+  }
+
+  /**
+   * Test seam: a hook called where a crash matters (inside the batch transaction, and after its commit before the
+   * acknowledgement), so that a test or a demo can kill a worker there with a
+   * {@link dev.handoff.outbox.testkit.SimulatedCrash}; see {@link ConsumerFaults}. Not for production use.
+   * Defaults to {@link ConsumerFaults#NONE}.
+   */
+  public B faults(ConsumerFaults faults) {
+    this.faults = Objects.requireNonNull(faults, "faults");
+    return self();
+  }
+
+  /** Metrics callbacks. Defaults to {@link ConsumerListener#NOOP}. */
+  public B listener(ConsumerListener listener) {
+    this.listener = listener;
+    return self();
+  }
+
+  /** The clock for backoffs, ages and deadlines. Defaults to the system UTC clock. */
+  public B clock(Clock clock) {
+    this.clock = clock;
+    return self();
+  }
+
+  /** The validated settings this builder would build with. */
+  public abstract ConsumerConfig config();
+
+  /** Validates the settings and builds the consumer; nothing runs until it is started or polled. */
+  public abstract HandoffConsumer build();
+}
