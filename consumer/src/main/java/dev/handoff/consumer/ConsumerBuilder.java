@@ -22,6 +22,13 @@ import redis.clients.jedis.JedisClientConfig;
  */
 public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
 
+  public static final int DEFAULT_WORKERS = 1;
+  public static final int DEFAULT_BATCH_SIZE = 100;
+  public static final Duration DEFAULT_BLOCK = Duration.ofSeconds(1);
+  public static final int DEFAULT_MAX_DELIVERIES = 10;
+  public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofSeconds(1);
+  public static final Duration DEFAULT_REDIS_POOL_WAIT = Duration.ofSeconds(2);
+
   final DataSource dataSource;
   final HostAndPort redis;
   JedisClientConfig redisConfig = DefaultJedisClientConfig.builder().build();
@@ -32,14 +39,14 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   String consumerName;
   MessageHandler handler;
   BatchMessageHandler batchHandler;
-  int workers = 1;
-  int batchSize = 100;
-  Duration block = Duration.ofSeconds(1);
-  int maxDeliveries = 10;
-  Duration initialBackoff = Duration.ofSeconds(1);
+  int workers = DEFAULT_WORKERS;
+  int batchSize = DEFAULT_BATCH_SIZE;
+  Duration block = DEFAULT_BLOCK;
+  int maxDeliveries = DEFAULT_MAX_DELIVERIES;
+  Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
   Duration maxBackoff;
   FailureIsolation failureIsolation = FailureIsolation.OPTIMISTIC_BATCH;
-  Duration redisPoolWait = Duration.ofSeconds(2);
+  Duration redisPoolWait = DEFAULT_REDIS_POOL_WAIT;
   ConsumerListener listener = ConsumerListener.NOOP;
   InboxRetention inboxRetention = InboxRetention.defaults();
   ConsumerFaults faults = ConsumerFaults.NONE;

@@ -9,15 +9,9 @@ import redis.clients.jedis.HostAndPort;
 /** Builds a {@link ListConsumer}. Not thread-safe; the built consumer is. */
 public final class ListConsumerBuilder extends ConsumerBuilder<ListConsumerBuilder> {
 
-  public static final int DEFAULT_WORKERS = 1;
-  public static final int DEFAULT_BATCH_SIZE = 100;
-  public static final Duration DEFAULT_BLOCK = Duration.ofSeconds(1);
   /** A consumer whose heartbeat is this old is presumed dead and its elements are returned. */
   public static final Duration DEFAULT_HEARTBEAT_TTL = Duration.ofSeconds(15);
   public static final Duration DEFAULT_REAP_INTERVAL = Duration.ofSeconds(1);
-  public static final int DEFAULT_MAX_DELIVERIES = 10;
-  public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofSeconds(1);
-  public static final Duration DEFAULT_REDIS_POOL_WAIT = Duration.ofSeconds(2);
 
   private Duration heartbeatTtl = DEFAULT_HEARTBEAT_TTL;
   private Duration heartbeatInterval;

@@ -9,14 +9,8 @@ import redis.clients.jedis.HostAndPort;
 /** Builds a {@link StreamConsumer}. Not thread-safe; the built consumer is. */
 public final class StreamConsumerBuilder extends ConsumerBuilder<StreamConsumerBuilder> {
 
-  public static final int DEFAULT_WORKERS = 1;
-  public static final int DEFAULT_BATCH_SIZE = 100;
-  public static final Duration DEFAULT_BLOCK = Duration.ofSeconds(1);
   public static final Duration DEFAULT_MIN_IDLE = Duration.ofSeconds(30);
   public static final Duration DEFAULT_RECLAIM_INTERVAL = Duration.ofSeconds(1);
-  public static final int DEFAULT_MAX_DELIVERIES = 10;
-  public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofSeconds(1);
-  public static final Duration DEFAULT_REDIS_POOL_WAIT = Duration.ofSeconds(2);
   public static final int DEFAULT_STATUS_SCAN_LIMIT = 10_000;
 
   private Duration minIdle = DEFAULT_MIN_IDLE;

@@ -3,8 +3,6 @@ package dev.handoff.outbox.relay;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.Message;
-import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.RelayListener;
@@ -16,8 +14,6 @@ import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.sql.Connection;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -56,17 +52,17 @@ class RedisDataLossTest {
       RedisClient redis = env.newRedisClient(server.uri());
       String key = StreamFormat.streamKey(env.keyPrefix(), "orders", 0);
       try (Relay relay = relay(redis, "orders").build()) {
-        append("orders", 300);
+        StreamAssertions.append(env, "orders", 300);
         publishAll(relay);
         server.snapshot(); // Redis's disk now holds 300 entries and an entries-added count of 300
-        append("orders", 200);
+        StreamAssertions.append(env, "orders", 200);
         publishAll(relay);
         assertThat(redis.xlen(key)).isEqualTo(500);
 
         server.killAndRestartFromSnapshot();
         assertThat(StreamAssertions.reconnected(redis).xlen(key)).as("the snapshot's entries only").isEqualTo(300);
 
-        append("orders", 50);
+        StreamAssertions.append(env, "orders", 50);
         publishAll(relay);
       }
       // Exactly once into the stream: every outbox row added once, whatever Redis held when it came back.
@@ -88,14 +84,14 @@ class RedisDataLossTest {
     RedisClient redis = env.newRedisClient(server.uri());
     String key = StreamFormat.streamKey(env.keyPrefix(), "orders", 0);
     try (Relay relay = relay(redis, "orders").build()) {
-      append("orders", 200);
+      StreamAssertions.append(env, "orders", 200);
       publishAll(relay);
       // Evicted or deleted by hand: the hash beside it still says 200 were added, so only the existence check
       // can tell.
       redis.del(key);
       assertThat(redis.hget(key + ":relay", "added")).isEqualTo("200");
 
-      append("orders", 20);
+      StreamAssertions.append(env, "orders", 20);
       publishAll(relay);
     }
     List<StreamAssertions.Entry> entries = StreamAssertions.entries(redis, key);
@@ -111,7 +107,7 @@ class RedisDataLossTest {
     RedisClient redis = env.newRedisClient(server.uri());
     String list = ListFormat.listKey(env.keyPrefix(), "orders", 0);
     try (Relay relay = relay(redis, "orders").listTransport(1000).build()) {
-      append("orders", 10);
+      StreamAssertions.append(env, "orders", 10);
       publishAll(relay);
       List<byte[]> e = redis.lrange(list.getBytes(StandardCharsets.UTF_8), 0, -1);
       assertThat(e).hasSize(10);
@@ -174,16 +170,4 @@ class RedisDataLossTest {
         });
   }
 
-  private void append(String topic, int n) throws SQLException {
-    Outbox outbox = Outbox.builder().schema(env.schema()).build();
-    try (Connection tx = env.dataSource().getConnection()) {
-      tx.setAutoCommit(false);
-      List<Message> batch = new ArrayList<>();
-      for (int i = 0; i < n; i++) {
-        batch.add(Message.builder(topic, "entry").key("k" + i).payload("p" + i).build());
-      }
-      outbox.appendAll(tx, batch);
-      tx.commit();
-    }
-  }
 }

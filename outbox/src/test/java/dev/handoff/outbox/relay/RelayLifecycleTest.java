@@ -6,8 +6,6 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.Message;
-import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.RelayListener;
@@ -16,9 +14,7 @@ import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
-import java.sql.Connection;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.BeforeEach;
@@ -102,11 +98,11 @@ class RelayLifecycleTest {
           }
         }).build()) {
       relay.start();
-      append("errors", 10);
+      StreamAssertions.append(env, "errors", 10);
       await().atMost(Duration.ofSeconds(20)).until(() -> env.redis().exists(key) && env.redis().xlen(key) == 10);
       assertThat(thrown).isTrue();
       // The relay's thread survived the Error: what comes next is published too.
-      append("errors", 5);
+      StreamAssertions.append(env, "errors", 5);
       await().atMost(Duration.ofSeconds(20)).until(() -> env.redis().xlen(key) == 15);
       assertThat(threadsNamed("handoff-relay-" + relay.config().owner())).isNotEmpty();
     }
@@ -119,7 +115,7 @@ class RelayLifecycleTest {
    */
   private void holdRowsTheListsCannotTake(Relay relay) throws Exception {
     for (String topic : TOPICS) {
-      append(topic, 10);
+      StreamAssertions.append(env, topic, 10);
     }
     relay.relayOnce();
     for (String topic : TOPICS) {
@@ -160,18 +156,6 @@ class RelayLifecycleTest {
     return b;
   }
 
-  private void append(String topic, int n) throws Exception {
-    Outbox outbox = Outbox.builder().schema(env.schema()).build();
-    try (Connection tx = env.dataSource().getConnection()) {
-      tx.setAutoCommit(false);
-      List<Message> batch = new ArrayList<>();
-      for (int i = 0; i < n; i++) {
-        batch.add(Message.builder(topic, "job").payload("p" + i).build());
-      }
-      outbox.appendAll(tx, batch);
-      tx.commit();
-    }
-  }
 
   private String list(String topic) {
     return ListFormat.listKey(env.keyPrefix(), topic, 0);

@@ -2,8 +2,6 @@ package dev.handoff.outbox.relay;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.handoff.outbox.Message;
-import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.RelayListener;
@@ -13,8 +11,6 @@ import dev.handoff.outbox.TopicConfig;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;
-import java.sql.Connection;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -53,7 +49,7 @@ class RelayRedisLossAndRetentionTest {
         lostEvents.addAndGet(republished);
       }
     }).build()) {
-      append("orders", 500);
+      StreamAssertions.append(env, "orders", 500);
       assertThat(relay.relayOnce().published()).isEqualTo(500);
       List<StreamAssertions.Entry> before = StreamAssertions.entries(redis, key);
       assertThat(before).hasSize(500);
@@ -61,7 +57,7 @@ class RelayRedisLossAndRetentionTest {
       server.restart();
       assertThat(StreamAssertions.reconnected(redis).exists(key)).isFalse();
 
-      append("orders", 100);
+      StreamAssertions.append(env, "orders", 100);
       relay.relayOnce();
 
       List<StreamAssertions.Entry> after = StreamAssertions.entries(redis, key);
@@ -72,7 +68,7 @@ class RelayRedisLossAndRetentionTest {
       assertThat(env.queryLong("select count(*) from outbox where published_at is null")).isZero();
 
       // And it carries on as usual.
-      append("orders", 10);
+      StreamAssertions.append(env, "orders", 10);
       assertThat(relay.relayOnce().published()).isEqualTo(10);
       assertThat(redis.xlen(key)).isEqualTo(610);
     }
@@ -85,12 +81,12 @@ class RelayRedisLossAndRetentionTest {
     String key = StreamFormat.streamKey(env.keyPrefix(), "orders", 0);
     redis.xgroupCreate(key, "billing", new StreamEntryID(0, 0), true);
     try (Relay relay = relay(redis, "orders").build()) {
-      append("orders", 300);
+      StreamAssertions.append(env, "orders", 300);
       relay.relayOnce();
       readAndAck(redis, key, "billing", 300);
       relay.maintainOnce();
       assertThat(env.queryLong("select watermark_ms from relay_lease where topic = 'orders'")).isPositive();
-      append("orders", 50);
+      StreamAssertions.append(env, "orders", 50);
       relay.relayOnce();
 
       server.restart();
@@ -109,7 +105,7 @@ class RelayRedisLossAndRetentionTest {
     redis.xgroupCreate(key, "fast", new StreamEntryID(0, 0), true);
     redis.xgroupCreate(key, "slow", new StreamEntryID(0, 0), true);
     try (Relay relay = relay(redis, "ledger").build()) {
-      append("ledger", 1000);
+      StreamAssertions.append(env, "ledger", 1000);
       relay.relayOnce();
       List<StreamAssertions.Entry> all = StreamAssertions.entries(redis, key);
       assertThat(all).hasSize(1000);
@@ -139,7 +135,7 @@ class RelayRedisLossAndRetentionTest {
     RedisClient redis = env.redis();
     String key = StreamFormat.streamKey(env.keyPrefix(), "audit", 0);
     try (Relay relay = relay(redis, "audit").build()) {
-      append("audit", 500);
+      StreamAssertions.append(env, "audit", 500);
       relay.relayOnce();
       relay.maintainOnce();
       assertThat(redis.xlen(key)).isEqualTo(500);
@@ -157,9 +153,9 @@ class RelayRedisLossAndRetentionTest {
             purgedBatches.add(rows);
           }
         }).build()) {
-      append("archive", 3000);
+      StreamAssertions.append(env, "archive", 3000);
       relay.relayOnce();
-      append("archive", 200);
+      StreamAssertions.append(env, "archive", 200);
       env.execute(
           "update outbox set published_at = now() - interval '8 days' where id in "
               + "(select id from outbox where published_at is not null order by id limit 2500)",
@@ -183,18 +179,6 @@ class RelayRedisLossAndRetentionTest {
         .leaseTtl(Duration.ofSeconds(5));
   }
 
-  private void append(String topic, int n) throws SQLException {
-    Outbox outbox = Outbox.builder().schema(env.schema()).build();
-    try (Connection tx = env.dataSource().getConnection()) {
-      tx.setAutoCommit(false);
-      List<Message> batch = new ArrayList<>();
-      for (int i = 0; i < n; i++) {
-        batch.add(Message.builder(topic, "entry").payload("p" + i).build());
-      }
-      outbox.appendAll(tx, batch);
-      tx.commit();
-    }
-  }
 
   private static List<StreamEntry> read(RedisClient redis, String key, String group, int count) {
     List<Map.Entry<String, List<StreamEntry>>> reply = redis.xreadGroup(group, "c1",

@@ -2,6 +2,8 @@ package dev.handoff.outbox.relay;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.handoff.outbox.Message;
+import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.StreamMessage;
 import dev.handoff.testing.TestEnvironment;
@@ -86,5 +88,19 @@ final class StreamAssertions {
       }
     }
     throw new IllegalStateException("Redis did not come back");
+  }
+
+  /** Appends {@code n} messages to {@code topic} through the outbox, in one committed transaction. */
+  static void append(TestEnvironment env, String topic, int n) throws SQLException {
+    Outbox outbox = Outbox.builder().schema(env.schema()).build();
+    try (Connection tx = env.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      List<Message> batch = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        batch.add(Message.builder(topic, "entry").payload("p" + i).build());
+      }
+      outbox.appendAll(tx, batch);
+      tx.commit();
+    }
   }
 }
