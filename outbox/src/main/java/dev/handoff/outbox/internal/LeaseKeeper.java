@@ -100,6 +100,8 @@ final class LeaseKeeper {
     nextLeaseCheckNanos = now + config.leaseTtl().toNanos() / 3;
     try (Connection c = connections.get()) {
       if (!rowsEnsured) {
+        // Before any row is created: a refused relay must not claim a new topic's shards for its prefix.
+        leases.requireKeyPrefix(c, config.keyPrefix());
         for (ShardId shard : allShards) {
           leases.ensureRow(c, shard, config.keyPrefix());
         }

@@ -55,12 +55,11 @@ final class LeaseQueries {
   }
 
   /**
-   * Creates the shard's lease row if needed.
+   * Refuses a relay whose key prefix is not the one this schema's streams are written under.
    *
-   * @throws IllegalStateException if some shard of this schema is written under another Redis key prefix (then
-   *     nothing is created)
+   * @throws IllegalStateException if some shard of this schema is written under another Redis key prefix
    */
-  void ensureRow(Connection c, ShardId shard, String keyPrefix) throws SQLException {
+  void requireKeyPrefix(Connection c, String keyPrefix) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(otherPrefix)) {
       ps.setString(1, keyPrefix);
       try (ResultSet rs = ps.executeQuery()) {
@@ -71,6 +70,10 @@ final class LeaseQueries {
         }
       }
     }
+  }
+
+  /** Creates the shard's lease row if needed; call {@link #requireKeyPrefix} first. */
+  void ensureRow(Connection c, ShardId shard, String keyPrefix) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(ensure)) {
       ps.setString(1, shard.topic());
       ps.setInt(2, shard.shard());
