@@ -1,12 +1,16 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
-import dev.handoff.consumer.ConsumerListener;
+import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.DeadLetter;
+import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.InboxPurgeResult;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
+import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.outbox.testkit.SimulatedCrash;
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
@@ -22,9 +26,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Consumer;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import redis.clients.jedis.exceptions.JedisException;
@@ -62,8 +64,11 @@ abstract class AbstractConsumer {
   }
 
   protected final ConsumerConfig config;
-  protected final BatchProcessor processor;
-  protected final AtomicLong duplicatesSkipped = new AtomicLong();
+  protected final BatchSettler settler;
+  protected final DeadLetterService deadLetters;
+  private final DataSource dataSource;
+  private final InboxQueries inbox;
+  private final OutcomeReporter reporter;
   private final OutboxReplay outboxReplay;
   private final InboxPurger purger;
   // The subclass's logger, so that log lines keep the category they always had.
@@ -71,7 +76,7 @@ abstract class AbstractConsumer {
   private final String kind;
   private final String label;
   private final String abandonNote;
-  private final ConsumerListener listener;
+  private final Words words;
   // Written by start() and read by close(), which may run at the same time on another thread.
   private final List<Thread> threads = new CopyOnWriteArrayList<>();
   private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
@@ -82,21 +87,40 @@ abstract class AbstractConsumer {
   private volatile boolean abandon;
 
   /**
+   * How a transport's consumer speaks of itself in exceptions and log lines.
+   *
    * @param kind what the exceptions call this consumer ({@code "consumer"})
    * @param label how the lifecycle log lines start ({@code "Consumer group"})
+   * @param workerLabel how a worker's log lines start ({@code "Consumer"})
+   * @param unit what the transport calls one delivery ({@code "entry"})
    * @param abandonNote appended to the log line about a worker abandoned at the close deadline
    */
-  AbstractConsumer(ConsumerConfig config, DataSource dataSource, Logger log, String kind, String label,
-      String abandonNote) {
+  record Words(String kind, String label, String workerLabel, String unit, String abandonNote) {}
+
+  AbstractConsumer(ConsumerConfig config, DataSource dataSource, Logger log, Words words) {
     this.config = config;
-    this.processor = new BatchProcessor(config, dataSource);
-    this.outboxReplay = new OutboxReplay(config, dataSource, processor, this::keyOfShard);
-    this.purger = new InboxPurger(config, dataSource, processor.inbox(), this::redisFloor);
+    this.dataSource = dataSource;
+    this.settler = new BatchSettler(config, dataSource);
+    this.deadLetters = new DeadLetterService(config, dataSource);
+    this.inbox = new InboxQueries(config.schema());
+    this.reporter = new OutcomeReporter(log, words.workerLabel(), words.unit(), config.listener());
+    this.outboxReplay = new OutboxReplay(config, dataSource, settler, this::keyOfShard);
+    this.purger = new InboxPurger(config, dataSource, inbox, this::redisFloor);
     this.log = log;
-    this.kind = kind;
-    this.label = label;
-    this.abandonNote = abandonNote;
-    this.listener = config.listener();
+    this.words = words;
+    this.kind = words.kind();
+    this.label = words.label();
+    this.abandonNote = words.abandonNote();
+  }
+
+  /** What every worker of this consumer shares. */
+  protected final DeliveryWorker.Shared sharedByWorkers(ConsumerFaults faults) {
+    return new DeliveryWorker.Shared(config, settler, reporter, faults, this::running, this::abandoning, log,
+        words.workerLabel());
+  }
+
+  protected final OutcomeReporter reporter() {
+    return reporter;
   }
 
   /** Moves a new consumer to running, or throws: a consumer starts once. */
@@ -314,25 +338,6 @@ abstract class AbstractConsumer {
     }
   }
 
-  /** Counts the duplicates skipped, then tells the listener what was handled and what was a duplicate. */
-  protected final void emitHandled(BatchProcessor.Settled s) {
-    duplicatesSkipped.addAndGet(s.duplicates.size());
-    for (Delivery d : s.handled) {
-      emit(l -> l.handled(d.message));
-    }
-    for (Delivery d : s.duplicates) {
-      if (d.message != null) {
-        emit(l -> l.duplicate(d.message));
-      }
-    }
-  }
-
-  protected final void emitCommitted(BatchProcessor.Settled s, long nanos) {
-    if (s.committed() > 0) {
-      emit(l -> l.batchCommitted(s.committed(), Duration.ofNanos(nanos)));
-    }
-  }
-
   /** The stream or list key that shard {@code shard}'s messages are delivered on. */
   protected abstract String keyOfShard(int shard);
 
@@ -346,17 +351,41 @@ abstract class AbstractConsumer {
   /** See {@link dev.handoff.consumer.StreamConsumer#replayFromOutbox}; reports to the counters and listener. */
   public final ReplayResult replayFromOutbox(OutboxRange range) {
     java.util.Objects.requireNonNull(range, "range");
-    return outboxReplay.run(range, this::emitHandled, soFar -> emit(l -> l.replayProgress(soFar)));
+    return outboxReplay.run(range, reporter::handled, soFar -> reporter.emit(l -> l.replayProgress(soFar)));
   }
 
   /** See {@link dev.handoff.consumer.StreamConsumer#processed}. */
   public final Set<UUID> processed(Collection<UUID> messageIds) {
-    return processor.processed(messageIds);
+    List<UUID> ids = List.copyOf(messageIds);
+    if (ids.isEmpty()) {
+      return Set.of();
+    }
+    try (Connection c = dataSource.getConnection()) {
+      return inbox.processed(c, config.group(), ids);
+    } catch (SQLException e) {
+      throw new ConsumerException("could not read the inbox markers of consumer group '" + config.group() + "'", e);
+    }
   }
 
   /** See {@link dev.handoff.consumer.StreamConsumer#deadLetters}. */
   public final List<DeadLetter> deadLetters(int limit) {
-    return processor.listDeadLetters(limit);
+    return deadLetters.list(limit);
+  }
+
+  /** See {@link dev.handoff.consumer.StreamConsumer#retry}; a retry that ran tells the listener it was handled. */
+  public final boolean retry(long deadLetterId) {
+    InboundMessage m = deadLetters.retry(deadLetterId);
+    if (m != null) {
+      reporter.emit(l -> l.handled(m));
+      log.info(label + " '{}': dead letter {} (message {}) retried and processed", config.group(), deadLetterId,
+          m.messageId());
+    }
+    return m != null;
+  }
+
+  /** See {@link dev.handoff.consumer.StreamConsumer#retryAll}. */
+  public final int retryAll() {
+    return deadLetters.retryAll(this::retry);
   }
 
   /** See {@link dev.handoff.consumer.StreamConsumer#purgeInbox(Instant)}. */
@@ -367,18 +396,6 @@ abstract class AbstractConsumer {
   /** See {@link dev.handoff.consumer.StreamConsumer#purgeInbox()}. */
   public final InboxPurgeResult purgeInbox() {
     return purger.purgeExpired();
-  }
-
-  /** Calls the listener; a listener that throws must not stop a worker or the housekeeping. */
-  protected final void emit(Consumer<ConsumerListener> call) {
-    try {
-      call.accept(listener);
-    } catch (SimulatedCrash crash) {
-      throw crash;
-    } catch (Throwable e) {
-      // An Error from a listener must not kill the worker that reports to it.
-      log.warn("Consumer listener threw; ignored", e);
-    }
   }
 
   /**

@@ -31,18 +31,18 @@ final class OutboxReplay {
 
   private final ConsumerConfig config;
   private final DataSource dataSource;
-  private final BatchProcessor processor;
+  private final BatchSettler settler;
   private final OutboxQueries outbox;
   private final IntFunction<String> keyOfShard;
 
   /**
    * @param keyOfShard the stream or list key a message of shard {@code i} is delivered on, for the handler's view
    */
-  OutboxReplay(ConsumerConfig config, DataSource dataSource, BatchProcessor processor,
+  OutboxReplay(ConsumerConfig config, DataSource dataSource, BatchSettler settler,
       IntFunction<String> keyOfShard) {
     this.config = config;
     this.dataSource = dataSource;
-    this.processor = processor;
+    this.settler = settler;
     this.outbox = new OutboxQueries(config.schema());
     this.keyOfShard = keyOfShard;
   }
@@ -78,7 +78,7 @@ final class OutboxReplay {
    * @param progress called with the totals so far after each page
    * @throws ConsumerException if the database failed; what committed before stays committed
    */
-  ReplayResult run(OutboxRange range, Consumer<BatchProcessor.Settled> settled, Consumer<ReplayResult> progress) {
+  ReplayResult run(OutboxRange range, Consumer<Settled> settled, Consumer<ReplayResult> progress) {
     Tally t = new Tally();
     String topic = config.topic().name();
     int pageSize = config.batchSize();
@@ -125,7 +125,7 @@ final class OutboxReplay {
     }
   }
 
-  private void settle(List<OutboxQueries.Row> rows, Tally t, Consumer<BatchProcessor.Settled> settled) {
+  private void settle(List<OutboxQueries.Row> rows, Tally t, Consumer<Settled> settled) {
     List<Delivery> batch = new ArrayList<>(rows.size());
     for (OutboxQueries.Row r : rows) {
       if (!r.published()) {
@@ -145,7 +145,7 @@ final class OutboxReplay {
     if (batch.isEmpty()) {
       return;
     }
-    BatchProcessor.Settled s = processor.settle(batch, BatchProcessor.Mode.REPLAY, ConsumerFaults.NONE);
+    Settled s = settler.settle(batch, BatchSettler.Mode.REPLAY, ConsumerFaults.NONE);
     if (s.databaseError != null) {
       throw stopped(null, t, s.databaseError);
     }
@@ -153,7 +153,7 @@ final class OutboxReplay {
     t.offered += s.handled.size() + s.duplicates.size();
     t.handled += s.handled.size();
     t.duplicates += s.duplicates.size();
-    for (BatchProcessor.Failure f : s.failed) {
+    for (Settled.Failure f : s.failed) {
       InboundMessage m = f.delivery().message;
       t.fail(new ReplayResult.Failure(m.messageId(), m.outboxId(), f.error()));
     }

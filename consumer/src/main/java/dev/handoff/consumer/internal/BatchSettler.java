@@ -2,11 +2,11 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.BatchMessageHandler;
 import dev.handoff.consumer.ConsumerConfig;
-import dev.handoff.consumer.ConsumerException;
-import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.FailureIsolation;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.MessageHandler;
+import dev.handoff.consumer.internal.Settled.Dead;
+import dev.handoff.consumer.internal.Settled.Failure;
 import dev.handoff.consumer.testkit.ConsumerFaults;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -46,36 +46,15 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Thread-safe: it keeps no state between calls.
  */
-final class BatchProcessor {
+final class BatchSettler {
 
-  private static final Logger log = LoggerFactory.getLogger(BatchProcessor.class);
+  private static final Logger log = LoggerFactory.getLogger(BatchSettler.class);
 
   enum Mode {
     /** Entries delivered through the group: may dead-letter, will be acknowledged. */
     DELIVERY,
     /** Replayed messages: never dead-lettered, never acknowledged; failures are only reported. */
     REPLAY
-  }
-
-  record Failure(Delivery delivery, Throwable error) {}
-
-  record Dead(Delivery delivery, String error) {}
-
-  /** The outcome of one batch; every delivery lands in exactly one list. */
-  static final class Settled {
-    final List<Delivery> handled = new ArrayList<>();
-    final List<Delivery> duplicates = new ArrayList<>();
-    final List<Dead> dead = new ArrayList<>();
-    final List<Delivery> lost = new ArrayList<>();
-    final List<Failure> failed = new ArrayList<>();
-    /** Left pending without a verdict because the database failed; they will be claimed again later. */
-    final List<Delivery> abandoned = new ArrayList<>();
-    Throwable databaseError;
-    int transactions;
-
-    int committed() {
-      return handled.size() + duplicates.size() + dead.size() + lost.size();
-    }
   }
 
   private static final class HandlerFailed extends Exception {
@@ -126,7 +105,7 @@ final class BatchProcessor {
   private final OutboxQueries outbox;
   private final String group;
 
-  BatchProcessor(ConsumerConfig config, DataSource dataSource) {
+  BatchSettler(ConsumerConfig config, DataSource dataSource) {
     this.config = config;
     this.dataSource = dataSource;
     this.handler = config.handler();
@@ -135,14 +114,6 @@ final class BatchProcessor {
     this.deadLetters = new DeadLetterQueries(config.schema());
     this.outbox = new OutboxQueries(config.schema());
     this.group = config.group();
-  }
-
-  InboxQueries inbox() {
-    return inbox;
-  }
-
-  DeadLetterQueries deadLetters() {
-    return deadLetters;
   }
 
   Settled settle(List<Delivery> batch, Mode mode, ConsumerFaults hook) {
@@ -198,7 +169,7 @@ final class BatchProcessor {
           }
           queue.addFirst(new Unit(rest, deadNow, u.lost));
         } catch (Unattributable ua) {
-          if (broken(c, ua.getCause()) || u.candidates.isEmpty()) {
+          if (Jdbc.broken(c, ua.getCause()) || u.candidates.isEmpty()) {
             queue.addFirst(u); // abandoned with the rest
             throw ua;
           }
@@ -221,26 +192,27 @@ final class BatchProcessor {
       }
     } catch (Abandoned e) {
       queue.addFirst(e.unit);
-      for (Unit u : queue) {
-        out.abandoned.addAll(u.candidates);
-        u.dead.forEach(x -> out.abandoned.add(x.delivery));
-        out.abandoned.addAll(u.lost);
-      }
+      abandonAll(queue, out);
     } catch (Unattributable | SQLException | RuntimeException e) {
       Throwable cause = e instanceof Unattributable ? e.getCause() : e;
       out.databaseError = cause;
-      for (Unit u : queue) {
-        out.abandoned.addAll(u.candidates);
-        u.dead.forEach(x -> out.abandoned.add(x.delivery));
-        out.abandoned.addAll(u.lost);
-      }
+      abandonAll(queue, out);
       log.debug("batch of consumer group '{}' abandoned after a database failure", group, cause);
     } finally {
       if (c != null) {
-        giveBack(c);
+        Jdbc.giveBack(c);
       }
     }
     return out;
+  }
+
+  /** What is left in the queue decided nothing: it stays unacknowledged. */
+  private static void abandonAll(Deque<Unit> queue, Settled out) {
+    for (Unit u : queue) {
+      out.abandoned.addAll(u.candidates);
+      u.dead.forEach(x -> out.abandoned.add(x.delivery()));
+      out.abandoned.addAll(u.lost);
+    }
   }
 
   private void attempt(Connection c, Unit u, Mode mode, Map<Delivery, InboundMessage> recovered, Settled out,
@@ -262,7 +234,7 @@ final class BatchProcessor {
         if (writeDead(c, x)) {
           dead.add(x);
         } else {
-          duplicates.add(x.delivery);
+          duplicates.add(x.delivery());
         }
       }
       // The first delivery of a message ID in the batch is the one that may run; a second copy in the same batch
@@ -303,7 +275,7 @@ final class BatchProcessor {
               throw new Abandoned(u);
             }
             // One message: it is the culprit. Several: unknown, so bisect.
-            if (fresh.size() == 1 && !transactionAborted(e)) {
+            if (fresh.size() == 1 && !Jdbc.transactionAborted(e)) {
               throw new HandlerFailed(only, e);
             }
             throw new Unattributable(e);
@@ -332,7 +304,7 @@ final class BatchProcessor {
             throw new Abandoned(u); // interrupted by close: not the message's fault
           }
           if (sp == null) {
-            if (transactionAborted(e)) {
+            if (Jdbc.transactionAborted(e)) {
               throw new Unattributable(e);
             }
             throw new HandlerFailed(i, e);
@@ -354,13 +326,13 @@ final class BatchProcessor {
       }
       c.commit();
     } catch (Abandoned e) {
-      rollbackQuietly(c);
+      Jdbc.rollbackQuietly(c);
       throw e;
     } catch (HandlerFailed | Unattributable e) {
-      rollbackQuietly(c);
+      Jdbc.rollbackQuietly(c);
       throw e;
     } catch (SQLException | RuntimeException e) {
-      rollbackQuietly(c);
+      Jdbc.rollbackQuietly(c);
       throw new Unattributable(e);
     }
     out.handled.addAll(handled);
@@ -372,15 +344,15 @@ final class BatchProcessor {
 
   /** Dead-letters one entry with a marker of outcome dead; false if the message was processed already. */
   private boolean writeDead(Connection c, Dead x) throws SQLException {
-    Delivery d = x.delivery;
+    Delivery d = x.delivery();
     UUID id = d.messageId();
     if (id != null && inbox.insert(c, group, List.of(id), List.of(d.id), InboxQueries.DEAD).isEmpty()) {
       return false;
     }
     DeadLetterQueries.Row row = d.message != null
-        ? DeadLetterQueries.Row.of(d.message, x.error)
+        ? DeadLetterQueries.Row.of(d.message, x.error())
         : new DeadLetterQueries.Row(id, config.topic().name(), d.streamKey, d.id, parseLong(d.field("outbox_id")),
-            text(d.field("key")), text(d.field("type")), null, d.field("payload"), null, d.deliveries, x.error);
+            text(d.field("key")), text(d.field("type")), null, d.field("payload"), null, d.deliveries, x.error());
     deadLetters.insert(c, group, row);
     return true;
   }
@@ -417,113 +389,6 @@ final class BatchProcessor {
     return out;
   }
 
-  /** Which of {@code messageIds} have a marker of outcome processed in the group. */
-  Set<UUID> processed(java.util.Collection<UUID> messageIds) {
-    List<UUID> ids = List.copyOf(messageIds);
-    if (ids.isEmpty()) {
-      return Set.of();
-    }
-    try (Connection c = dataSource.getConnection()) {
-      return inbox.processed(c, group, ids);
-    } catch (SQLException e) {
-      throw new ConsumerException("could not read the inbox markers of consumer group '" + group + "'", e);
-    }
-  }
-
-  /** The group's dead letters, newest first, at most {@code limit}. */
-  List<DeadLetter> listDeadLetters(int limit) {
-    try (Connection c = dataSource.getConnection()) {
-      return deadLetters.list(c, group, limit);
-    } catch (SQLException e) {
-      throw new ConsumerException("could not list the dead letters of consumer group '" + group + "'", e);
-    }
-  }
-
-  /**
-   * Retries every retryable dead letter of the group, oldest first, each in its own transaction, through
-   * {@code retry} (the consumer's own, which reports to its listener). Failures are logged and left dead.
-   *
-   * @return how many handlers ran and committed
-   */
-  int retryAll(java.util.function.LongPredicate retry) {
-    List<Long> ids;
-    try (Connection c = dataSource.getConnection()) {
-      ids = deadLetters.retryableIds(c, group);
-    } catch (SQLException e) {
-      throw new ConsumerException("could not list the dead letters of consumer group '" + group + "'", e);
-    }
-    int done = 0;
-    for (long id : ids) {
-      try {
-        if (retry.test(id)) {
-          done++;
-        }
-      } catch (ConsumerException e) {
-        log.warn("Consumer group '{}': retry of dead letter {} failed: {}", group, id, e.toString());
-      }
-    }
-    return done;
-  }
-
-  /**
-   * Re-runs the handler on a stored dead letter; see {@link dev.handoff.consumer.StreamConsumer#retry(long)}.
-   *
-   * @return the message if the handler ran and committed, {@code null} if there was nothing to do
-   */
-  InboundMessage retry(long deadLetterId) {
-    Connection borrowed = null;
-    try {
-      Connection c = dataSource.getConnection();
-      borrowed = c;
-      c.setAutoCommit(false);
-      try {
-        DeadLetterQueries.Stored stored = deadLetters.lock(c, group, deadLetterId);
-        if (stored == null) {
-          throw new ConsumerException("no dead letter " + deadLetterId + " in consumer group '" + group + "'");
-        }
-        if (!"dead".equals(stored.status())) {
-          c.rollback();
-          return null;
-        }
-        InboundMessage m = stored.message();
-        if (m == null) {
-          throw new ConsumerException("dead letter " + deadLetterId + " of consumer group '" + group
-              + "' cannot be retried: its entry could not be decoded or was lost, so the message is not stored");
-        }
-        // The marker is the fence here too: dead -> processed in the transaction of the effect, or, if a delivery
-        // meanwhile processed the message, no second run.
-        boolean run = inbox.revive(c, group, m.messageId(), m.streamId())
-            || !inbox.insert(c, group, List.of(m.messageId()), List.of(m.streamId()), InboxQueries.PROCESSED)
-                .isEmpty();
-        if (run) {
-          try {
-            if (batchHandler != null) {
-              batchHandler.handle(c, List.of(m));
-            } else {
-              handler.handle(c, m);
-            }
-          } catch (Exception e) {
-            throw new ConsumerException("retry of dead letter " + deadLetterId + " (message " + m.messageId()
-                + ") in consumer group '" + group + "' failed; it stays dead", e);
-          }
-        }
-        deadLetters.markRetried(c, deadLetterId);
-        c.commit();
-        return run ? m : null;
-      } catch (RuntimeException | SQLException e) {
-        rollbackQuietly(c);
-        throw e;
-      }
-    } catch (SQLException e) {
-      throw new ConsumerException("retry of dead letter " + deadLetterId + " in consumer group '" + group
-          + "' failed in the database", e);
-    } finally {
-      if (borrowed != null) {
-        giveBack(borrowed);
-      }
-    }
-  }
-
   private boolean isFinal(Delivery d, Mode mode) {
     return mode == Mode.DELIVERY && d.deliveries >= config.maxDeliveries();
   }
@@ -533,63 +398,6 @@ final class BatchProcessor {
     e.printStackTrace(new PrintWriter(w));
     String text = w.toString();
     return text.length() <= 8000 ? text : text.substring(0, 8000) + "\n\t... (truncated)";
-  }
-
-  private static boolean transactionAborted(Throwable e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof SQLException s && "25P02".equals(s.getSQLState())) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  private static boolean broken(Connection c, Throwable e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof SQLException s && s.getSQLState() != null && s.getSQLState().startsWith("08")) {
-        return true;
-      }
-    }
-    try {
-      return c.isClosed() || !c.isValid(2);
-    } catch (SQLException ex) {
-      return true;
-    }
-  }
-
-  /**
-   * Ends whatever transaction is still open and hands the connection back with auto-commit on, as it was borrowed:
-   * a pool that does not reset it (a plain DataSource, unlike HikariCP) would give the next borrower a connection
-   * whose statements silently wait for a commit that never comes.
-   */
-  private static void giveBack(Connection c) {
-    rollbackQuietly(c);
-    try {
-      if (!c.isClosed()) {
-        c.setAutoCommit(true);
-      }
-    } catch (SQLException e) {
-      // the connection is broken; closing it is all that is left
-    }
-    closeQuietly(c);
-  }
-
-  private static void rollbackQuietly(Connection c) {
-    try {
-      if (!c.isClosed()) {
-        c.rollback();
-      }
-    } catch (SQLException e) {
-      // the connection is broken; closing it discards the transaction
-    }
-  }
-
-  private static void closeQuietly(Connection c) {
-    try {
-      c.close();
-    } catch (SQLException e) {
-      // nothing more to do
-    }
   }
 
   private static Long parseLong(byte[] value) {

@@ -1,0 +1,142 @@
+package dev.handoff.consumer.internal;
+
+import dev.handoff.consumer.BatchMessageHandler;
+import dev.handoff.consumer.ConsumerConfig;
+import dev.handoff.consumer.ConsumerException;
+import dev.handoff.consumer.DeadLetter;
+import dev.handoff.consumer.InboundMessage;
+import dev.handoff.consumer.MessageHandler;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.function.LongPredicate;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A group's dead letters, for both transports: list, count, and retry one or all. A retry runs the handler in a
+ * transaction of its own, fenced by the inbox marker like a delivery, so that a retry and a redelivery of the same
+ * message never both commit an effect.
+ *
+ * <p>Thread-safe: it keeps no state between calls.
+ */
+final class DeadLetterService {
+
+  private static final Logger log = LoggerFactory.getLogger(DeadLetterService.class);
+
+  private final DataSource dataSource;
+  private final MessageHandler handler;
+  private final BatchMessageHandler batchHandler;
+  private final InboxQueries inbox;
+  private final DeadLetterQueries deadLetters;
+  private final String group;
+
+  DeadLetterService(ConsumerConfig config, DataSource dataSource) {
+    this.dataSource = dataSource;
+    this.handler = config.handler();
+    this.batchHandler = config.batchHandler();
+    this.inbox = new InboxQueries(config.schema());
+    this.deadLetters = new DeadLetterQueries(config.schema());
+    this.group = config.group();
+  }
+
+  /** The group's dead letters, newest first, at most {@code limit}. */
+  List<DeadLetter> list(int limit) {
+    try (Connection c = dataSource.getConnection()) {
+      return deadLetters.list(c, group, limit);
+    } catch (SQLException e) {
+      throw new ConsumerException("could not list the dead letters of consumer group '" + group + "'", e);
+    }
+  }
+
+  /** How many of the group's dead letters are still dead, on the caller's connection. */
+  long countDead(Connection c) throws SQLException {
+    return deadLetters.countDead(c, group);
+  }
+
+  /**
+   * Retries every retryable dead letter of the group, oldest first, each in its own transaction, through
+   * {@code retry} (the consumer's own, which reports to its listener). Failures are logged and left dead.
+   *
+   * @return how many handlers ran and committed
+   */
+  int retryAll(LongPredicate retry) {
+    List<Long> ids;
+    try (Connection c = dataSource.getConnection()) {
+      ids = deadLetters.retryableIds(c, group);
+    } catch (SQLException e) {
+      throw new ConsumerException("could not list the dead letters of consumer group '" + group + "'", e);
+    }
+    int done = 0;
+    for (long id : ids) {
+      try {
+        if (retry.test(id)) {
+          done++;
+        }
+      } catch (ConsumerException e) {
+        log.warn("Consumer group '{}': retry of dead letter {} failed: {}", group, id, e.toString());
+      }
+    }
+    return done;
+  }
+
+  /**
+   * Re-runs the handler on a stored dead letter; see {@link dev.handoff.consumer.StreamConsumer#retry(long)}.
+   *
+   * @return the message if the handler ran and committed, {@code null} if there was nothing to do
+   */
+  InboundMessage retry(long deadLetterId) {
+    Connection borrowed = null;
+    try {
+      Connection c = dataSource.getConnection();
+      borrowed = c;
+      c.setAutoCommit(false);
+      try {
+        DeadLetterQueries.Stored stored = deadLetters.lock(c, group, deadLetterId);
+        if (stored == null) {
+          throw new ConsumerException("no dead letter " + deadLetterId + " in consumer group '" + group + "'");
+        }
+        if (!"dead".equals(stored.status())) {
+          c.rollback();
+          return null;
+        }
+        InboundMessage m = stored.message();
+        if (m == null) {
+          throw new ConsumerException("dead letter " + deadLetterId + " of consumer group '" + group
+              + "' cannot be retried: its entry could not be decoded or was lost, so the message is not stored");
+        }
+        // The marker is the fence here too: dead -> processed in the transaction of the effect, or, if a delivery
+        // meanwhile processed the message, no second run.
+        boolean run = inbox.revive(c, group, m.messageId(), m.streamId())
+            || !inbox.insert(c, group, List.of(m.messageId()), List.of(m.streamId()), InboxQueries.PROCESSED)
+                .isEmpty();
+        if (run) {
+          try {
+            if (batchHandler != null) {
+              batchHandler.handle(c, List.of(m));
+            } else {
+              handler.handle(c, m);
+            }
+          } catch (Exception e) {
+            throw new ConsumerException("retry of dead letter " + deadLetterId + " (message " + m.messageId()
+                + ") in consumer group '" + group + "' failed; it stays dead", e);
+          }
+        }
+        deadLetters.markRetried(c, deadLetterId);
+        c.commit();
+        return run ? m : null;
+      } catch (RuntimeException | SQLException e) {
+        Jdbc.rollbackQuietly(c);
+        throw e;
+      }
+    } catch (SQLException e) {
+      throw new ConsumerException("retry of dead letter " + deadLetterId + " in consumer group '" + group
+          + "' failed in the database", e);
+    } finally {
+      if (borrowed != null) {
+        Jdbc.giveBack(borrowed);
+      }
+    }
+  }
+}

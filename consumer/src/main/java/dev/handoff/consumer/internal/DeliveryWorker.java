@@ -1,0 +1,112 @@
+package dev.handoff.consumer.internal;
+
+import dev.handoff.consumer.ConsumerConfig;
+import dev.handoff.consumer.PollResult;
+import dev.handoff.consumer.internal.Settled.Failure;
+import dev.handoff.consumer.testkit.ConsumerFaults;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import redis.clients.jedis.exceptions.JedisException;
+
+/**
+ * One worker of either transport: it gathers a batch, then {@link #settle settles} it the one way both share:
+ * one transaction through the {@link BatchSettler}, the transport's acknowledgement of exactly what committed (never
+ * before the commit), the transport's hold of what failed until its backoff is over, and the outcome reported.
+ * What a transport gathers, how it acknowledges and how it holds a failure for its retry are its own.
+ *
+ * <p>Not thread-safe: one thread runs a worker (its own, or the caller of {@code pollOnce} under the worker's lock).
+ */
+abstract class DeliveryWorker implements AbstractConsumer.WorkerLoop {
+
+  /** What every worker of one consumer shares. */
+  record Shared(ConsumerConfig config, BatchSettler settler, OutcomeReporter reporter, ConsumerFaults faults,
+      BooleanSupplier running, BooleanSupplier abandoning, Logger log, String label) {}
+
+  final int index;
+  final String name;
+  protected final Shared shared;
+  protected final ConsumerConfig config;
+  private final Backoff backoff;
+  private Throwable lastDatabaseError;
+
+  DeliveryWorker(Shared shared, int index) {
+    this.shared = shared;
+    this.config = shared.config();
+    this.index = index;
+    this.name = config.workerName(index);
+    this.backoff = new Backoff(config.initialBackoff(), config.maxBackoff());
+  }
+
+  /** Gathers one batch and settles it; {@code blocking} only from the worker's own thread, never from pollOnce. */
+  abstract PollResult step(boolean blocking);
+
+  @Override
+  public final Throwable blockingStep() {
+    step(true);
+    return lastDatabaseError;
+  }
+
+  @Override
+  public void redisFailed(JedisException e) {
+    shared.log().warn("{} {}: Redis unavailable ({}); retrying", shared.label(), name, e.toString());
+  }
+
+  /**
+   * Settles {@code batch} and applies its outcome: acknowledges what committed, holds what failed for its backoff,
+   * leaves what was abandoned to the transport's own recovery, and reports.
+   *
+   * @param reclaimed how many of the batch were taken over from other consumers, for the poll result
+   */
+  protected final PollResult settle(List<Delivery> batch, int reclaimed) {
+    lastDatabaseError = null;
+    if (batch.isEmpty()) {
+      return PollResult.EMPTY;
+    }
+    beforeSettle(batch);
+    try {
+      long started = System.nanoTime();
+      Settled s = shared.settler().settle(batch, BatchSettler.Mode.DELIVERY, shared.faults(), shared.abandoning());
+      if (s.committed() > 0) {
+        shared.faults().at(ConsumerFaults.Point.AFTER_COMMIT);
+      }
+      Map<String, List<Delivery>> acks = new LinkedHashMap<>();
+      for (Delivery d : s.toAcknowledge()) {
+        acks.computeIfAbsent(d.streamKey, k -> new ArrayList<>()).add(d);
+      }
+      acknowledge(acks);
+      Map<Delivery, Duration> backoffs = new HashMap<>();
+      for (Failure f : s.failed) {
+        backoffs.put(f.delivery(), backoff.after(Math.max(1, f.delivery().deliveries)));
+      }
+      holdForRetry(s.failed, backoffs, s.abandoned);
+      shared.reporter().report(name, s, backoffs, System.nanoTime() - started);
+      lastDatabaseError = s.databaseError;
+      return new PollResult(batch.size(), s.handled.size(), s.duplicates.size(),
+          s.failed.size() + s.abandoned.size(), s.dead.size(), s.lost.size(), reclaimed);
+    } finally {
+      afterSettle();
+    }
+  }
+
+  /** Called with the batch before its transaction starts. */
+  protected void beforeSettle(List<Delivery> batch) {}
+
+  /** Called once the batch's outcome was applied, or its settling failed. */
+  protected void afterSettle() {}
+
+  /** Removes from Redis, per key, the deliveries whose verdict committed. */
+  protected abstract void acknowledge(Map<String, List<Delivery>> byKey);
+
+  /**
+   * Keeps what failed for a retry once its backoff is over, and what was abandoned (no verdict, no delivery
+   * counted) for the transport's own recovery.
+   */
+  protected abstract void holdForRetry(List<Failure> failed, Map<Delivery, Duration> backoffs,
+      List<Delivery> abandoned);
+}
