@@ -53,7 +53,7 @@ public interface ConsumerListener {
   default void batchCommitted(int size, Duration elapsed) {}
 
   /**
-   * A {@linkplain StreamConsumer#replayFromOutbox replay from the outbox} settled another page; {@code soFar} holds
+   * A {@linkplain HandoffConsumer#replayFromOutbox replay from the outbox} settled another page; {@code soFar} holds
    * its totals up to here. Called on the thread that runs the replay.
    */
   default void replayProgress(ReplayResult soFar) {}

@@ -24,31 +24,78 @@ public interface HandoffConsumer extends AutoCloseable {
   /** One step of one worker, on the caller's thread, for tests. @throws IllegalStateException if started or closed */
   PollResult pollOnce();
 
-  /** Re-runs the handler on one dead letter of this group, idempotently; see {@link StreamConsumer#retry(long)}. */
+  /**
+   * Re-runs the handler on dead letter {@code deadLetterId} of this group, idempotently: in one transaction its
+   * marker turns from {@code dead} to {@code processed}, the handler runs and the dead letter's status becomes
+   * {@code retried}. A message whose marker says {@code processed} already is not handled again.
+   *
+   * @return whether the handler ran ({@code false} if the dead letter was already retried or the message was
+   *     already processed)
+   * @throws ConsumerException if the dead letter does not exist, cannot be retried (undecodable or lost entry) or
+   *     the handler failed (it then stays dead)
+   */
   boolean retry(long deadLetterId);
 
-  /** Retries every retryable dead letter of this group, oldest first; returns how many handlers ran. */
+  /**
+   * {@link #retry(long) Retries} every retryable dead letter of this group, oldest first, each in its own
+   * transaction. Failures are logged and leave their dead letter as it was.
+   *
+   * @return how many handlers ran and committed
+   */
   int retryAll();
 
-  /** The newest dead letters of this group, at most {@code limit}. */
+  /** The dead letters of this group, newest first, at most {@code limit}. */
   List<DeadLetter> deadLetters(int limit);
 
   /** What the group holds now; see the transport's own status type. */
   GroupStatus status();
 
-  /** Runs a range of the outbox through this consumer's own path; see {@link StreamConsumer#replayFromOutbox}. */
+  /**
+   * Runs the outbox rows of {@code range} (of this consumer's topic) through this consumer's own path (inbox
+   * marker, handler, commit) without touching Redis (the group, the streams or the lists). The outbox keeps every
+   * published row for the outbox retention, whatever Redis was trimmed to, so this replays old messages that Redis
+   * no longer holds.
+   *
+   * <ul>
+   *   <li>A message that has an inbox marker (processed or dead-lettered) is a duplicate and changes nothing; one
+   *       that has none is handled exactly as a delivery would be, once, even while this consumer (or another of
+   *       its group) is running: the marker decides.
+   *   <li>Rows are read and settled a page ({@code batchSize} rows) per transaction, in outbox id order, so memory
+   *       stays bounded whatever the range's size. After each page the listener's
+   *       {@link ConsumerListener#replayProgress replayProgress} gets the totals so far.
+   *   <li>A failing handler is reported in the result, with its message ID, and the replay goes on; nothing is
+   *       dead-lettered by a replay and nothing of the failed message commits.
+   *   <li>Rows the relay has not published yet are left to it and counted as {@code unpublished}. Rows the outbox
+   *       retention already deleted cannot be replayed: the result counts them ({@code purged}, from the purge
+   *       log), so a purged range never passes for "nothing to do".
+   * </ul>
+   *
+   * <p>A bound on time or key does not narrow the walk: the outbox has no index for them, so the replay reads the
+   * topic's rows in id order and filters. Use an id range to bound the work.
+   *
+   * @throws ConsumerException if the database fails; what committed before stays committed, and running the
+   *     replay again is safe
+   */
   ReplayResult replayFromOutbox(OutboxRange range);
 
-  /** Which of {@code messageIds} this group processed (an inbox marker of outcome processed). */
+  /**
+   * Which of {@code messageIds} this group has processed: those with an inbox marker of outcome {@code processed}
+   * (a dead-lettered message is not among them).
+   */
   Set<UUID> processed(Collection<UUID> messageIds);
 
   /** Deletes the markers processed before {@code processedBefore}, or refuses; see {@link StreamConsumer#purgeInbox(Instant)}. */
   long purgeInbox(Instant processedBefore);
 
-  /** One run of the automatic inbox purge, now; see {@link InboxRetention}. */
+  /**
+   * Purges the markers past the dedup window ({@link InboxRetention#dedupWindow()}), as the automatic purge of a
+   * started consumer does every {@link InboxRetention#purgeInterval()}: in batches of 10,000, each marker checked
+   * against the same rule as {@link #purgeInbox(Instant)} (whose transport names what Redis still retains); markers the rule keeps stay, with one WARN that names
+   * the rule and the counts, and the rest go.
+   */
   InboxPurgeResult purgeInbox();
 
-  /** The immutable configuration this consumer was built with. */
+  /** The immutable settings this consumer runs with. */
   ConsumerConfig config();
 
   /** Closes with a deadline of {@code block} plus a few seconds; see {@link #close(Duration)}. */

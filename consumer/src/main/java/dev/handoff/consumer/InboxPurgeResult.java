@@ -3,7 +3,7 @@ package dev.handoff.consumer;
 import java.time.Instant;
 
 /**
- * What a purge of the inbox markers past the dedup window did ({@link StreamConsumer#purgeInbox()}).
+ * What a purge of the inbox markers past the dedup window did ({@link HandoffConsumer#purgeInbox()}).
  *
  * @param processedBefore the cut: markers processed before it were candidates
  * @param deleted markers deleted

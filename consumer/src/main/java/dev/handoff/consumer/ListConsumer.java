@@ -4,10 +4,6 @@ import dev.handoff.outbox.RedisUrl;
 import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Collection;
-import java.util.List;
-import java.util.Set;
-import java.util.UUID;
 import javax.sql.DataSource;
 import redis.clients.jedis.HostAndPort;
 
@@ -98,24 +94,6 @@ public interface ListConsumer extends HandoffConsumer {
    */
   PollResult pollOnce();
 
-  /** Re-runs the handler on a dead letter of this group; see {@link StreamConsumer#retry(long)}. */
-  boolean retry(long deadLetterId);
-
-  /** Retries every retryable dead letter of this group; see {@link StreamConsumer#retryAll()}. */
-  int retryAll();
-
-  /** The dead letters of this group, newest first, at most {@code limit}. */
-  List<DeadLetter> deadLetters(int limit);
-
-  /**
-   * Runs the outbox rows of {@code range} through this consumer's own path without touching the lists; see
-   * {@link StreamConsumer#replayFromOutbox(OutboxRange)}, whose guarantees hold here unchanged.
-   */
-  ReplayResult replayFromOutbox(OutboxRange range);
-
-  /** Which of {@code messageIds} this group has processed; see {@link StreamConsumer#processed(Collection)}. */
-  Set<UUID> processed(Collection<UUID> messageIds);
-
   /**
    * Deletes this group's inbox markers processed before {@code processedBefore}, refusing if any belongs to a
    * message that can still come back: one the lists or processing lists hold (at or above the lowest ID they hold),
@@ -125,15 +103,9 @@ public interface ListConsumer extends HandoffConsumer {
    */
   long purgeInbox(Instant processedBefore);
 
-  /** Purges the markers past the dedup window, as the automatic purge does; see {@link StreamConsumer#purgeInbox()}. */
-  InboxPurgeResult purgeInbox();
-
   /** Waiting, in processing per consumer, the oldest in processing, the outbox backlog, dead letters. */
   @Override
   ListStatus status();
-
-  /** The settings this consumer runs with (see the class comment for what the stream-named ones mean here). */
-  ConsumerConfig config();
 
   /** Closes with a 30 s deadline; see {@link #close(Duration)}. Idempotent. */
   @Override

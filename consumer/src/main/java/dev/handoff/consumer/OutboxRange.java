@@ -9,7 +9,7 @@ import java.util.TreeSet;
 import java.util.UUID;
 
 /**
- * Which outbox rows of a consumer's topic a {@link StreamConsumer#replayFromOutbox replay from the outbox} runs
+ * Which outbox rows of a consumer's topic a {@link HandoffConsumer#replayFromOutbox replay from the outbox} runs
  * through the consumer. Every bound is optional and the bounds combine (a row must meet all of them):
  *
  * <ul>

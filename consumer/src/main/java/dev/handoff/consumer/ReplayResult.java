@@ -4,7 +4,7 @@ import java.util.List;
 import java.util.UUID;
 
 /**
- * What a {@link StreamConsumer#replayFromOutbox replay from the outbox} did, or has done so far (in
+ * What a {@link HandoffConsumer#replayFromOutbox replay from the outbox} did, or has done so far (in
  * {@link ConsumerListener#replayProgress progress reports}). Every row of the range the outbox held is counted in
  * exactly one of {@code handled}, {@code duplicates}, {@code failed} and {@code unpublished}; rows it no longer holds
  * are counted in {@code purged}, {@code possiblyPurged} or {@code missing}.

@@ -4,10 +4,7 @@ import dev.handoff.outbox.RedisUrl;
 import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Collection;
 import java.util.List;
-import java.util.Set;
-import java.util.UUID;
 import javax.sql.DataSource;
 import redis.clients.jedis.HostAndPort;
 
@@ -87,29 +84,6 @@ public interface StreamConsumer extends HandoffConsumer {
    */
   PollResult pollOnce();
 
-  /**
-   * Re-runs the handler on dead letter {@code deadLetterId} of this group, idempotently: in one transaction its
-   * marker turns from {@code dead} to {@code processed}, the handler runs and the dead letter's status becomes
-   * {@code retried}. A message whose marker says {@code processed} already is not handled again.
-   *
-   * @return whether the handler ran ({@code false} if the dead letter was already retried or the message was
-   *     already processed)
-   * @throws ConsumerException if the dead letter does not exist, cannot be retried (undecodable or lost entry) or
-   *     the handler failed (it then stays dead)
-   */
-  boolean retry(long deadLetterId);
-
-  /**
-   * {@link #retry(long) Retries} every retryable dead letter of this group, oldest first, each in its own
-   * transaction. Failures are logged and leave their dead letter as it was.
-   *
-   * @return how many handlers ran and committed
-   */
-  int retryAll();
-
-  /** The dead letters of this group, newest first, at most {@code limit}. */
-  List<DeadLetter> deadLetters(int limit);
-
   /** A snapshot of the group on every shard (backlog, pending, consumers, dead letters). */
   @Override
   ConsumerStatus status();
@@ -132,14 +106,6 @@ public interface StreamConsumer extends HandoffConsumer {
   long purgeInbox(Instant processedBefore);
 
   /**
-   * Purges the markers past the dedup window ({@link InboxRetention#dedupWindow()}), as the automatic purge of a
-   * started consumer does every {@link InboxRetention#purgeInterval()}: in batches of 10,000, each marker checked
-   * against the same rule as {@link #purgeInbox(Instant)}; markers the rule keeps stay, with one WARN that names
-   * the rule and the counts, and the rest go.
-   */
-  InboxPurgeResult purgeInbox();
-
-  /**
    * Runs every entry the topic's streams retain through this consumer's own path (marker, handler, commit) without
    * touching the group: entries already processed are counted as duplicates and change nothing; entries not
    * processed yet are handled (exactly as a delivery would). Safe at any time, even while the consumer runs: the
@@ -149,43 +115,6 @@ public interface StreamConsumer extends HandoffConsumer {
 
   /** Runs the given messages through this consumer's own path, as {@link #replayRetained()} does. */
   PollResult replay(List<InboundMessage> messages);
-
-  /**
-   * Runs the outbox rows of {@code range} (of this consumer's topic) through this consumer's own path (inbox
-   * marker, handler, commit) without touching the group or the streams. The outbox keeps every published row for
-   * the outbox retention, whatever the streams were trimmed to, so this replays old messages that the streams no
-   * longer hold.
-   *
-   * <ul>
-   *   <li>A message that has an inbox marker (processed or dead-lettered) is a duplicate and changes nothing; one
-   *       that has none is handled exactly as a delivery would be, once, even while this consumer (or another of
-   *       its group) is running: the marker decides.
-   *   <li>Rows are read and settled a page ({@code batchSize} rows) per transaction, in outbox id order, so memory
-   *       stays bounded whatever the range's size. After each page the listener's
-   *       {@link ConsumerListener#replayProgress replayProgress} gets the totals so far.
-   *   <li>A failing handler is reported in the result, with its message ID, and the replay goes on; nothing is
-   *       dead-lettered by a replay and nothing of the failed message commits.
-   *   <li>Rows the relay has not published yet are left to it and counted as {@code unpublished}. Rows the outbox
-   *       retention already deleted cannot be replayed: the result counts them ({@code purged}, from the purge
-   *       log), so a purged range never passes for "nothing to do".
-   * </ul>
-   *
-   * <p>A bound on time or key does not narrow the walk: the outbox has no index for them, so the replay reads the
-   * topic's rows in id order and filters. Use an id range to bound the work.
-   *
-   * @throws ConsumerException if the database fails; what committed before stays committed, and running the
-   *     replay again is safe
-   */
-  ReplayResult replayFromOutbox(OutboxRange range);
-
-  /**
-   * Which of {@code messageIds} this group has processed: those with an inbox marker of outcome {@code processed}
-   * (a dead-lettered message is not among them).
-   */
-  Set<UUID> processed(Collection<UUID> messageIds);
-
-  /** The settings this consumer runs with. */
-  ConsumerConfig config();
 
   /**
    * Stops reading and waits up to the default deadline (30 s) for batches in flight to finish; see

@@ -23,20 +23,18 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
-import redis.clients.jedis.exceptions.JedisException;
 
 /**
  * The lifecycle that the stream and the list consumer share: the state (new, polling, running, closed), the worker
- * threads and their loop with its backoff after failures, the one housekeeping thread (lease or heartbeat
- * renewal), closing with a drain deadline and abandoning what is still busy after it, and the listener callbacks.
- * What a worker reads, settles and acknowledges, and what a closed consumer gives back to Redis, stay with the
- * subclasses.
+ * threads (each running a {@link WorkerLoop}), the one housekeeping thread (lease or heartbeat renewal, the inbox
+ * purge), closing with a drain deadline and abandoning what is still busy after it; and the operations that do not
+ * depend on the transport (dead letters, replay from the outbox, processed, inbox purge). What a worker reads and
+ * acknowledges ({@link DeliveryWorker}), and what a closed consumer gives back to Redis, stay with the subclasses.
  *
  * <p>Thread-safe: the state is atomic, the housekeeping executor is guarded by {@code this}, and the abandon flag
  * is volatile. {@link #newWorkerThread} is meant for {@code start()} only, which the state lets run once.
@@ -46,22 +44,6 @@ abstract class AbstractConsumer {
   static final Duration DEFAULT_CLOSE_DEADLINE = Duration.ofSeconds(30);
 
   private enum State { NEW, POLLING, RUNNING, CLOSED }
-
-  /** One worker, as {@link #runWorker} drives it. */
-  interface WorkerLoop {
-
-    /** One blocking step; returns the database failure that left work unsettled, or null. */
-    Throwable blockingStep();
-
-    /** Reports a step that returned a database failure; the loop then pauses. */
-    void databaseFailed(Throwable error);
-
-    /** Reports Redis as unavailable while the consumer still runs; the loop then pauses. */
-    void redisFailed(JedisException e);
-
-    /** Handles any other failure of a step, an Error included: true to pause and go on, false to end the loop. */
-    boolean failed(Throwable e);
-  }
 
   protected final ConsumerConfig config;
   protected final BatchSettler settler;
@@ -195,48 +177,9 @@ abstract class AbstractConsumer {
     }), every, every, TimeUnit.MILLISECONDS);
   }
 
-  /**
-   * Runs one worker until the consumer stops running. Failures pause the worker with a jittered backoff that
-   * grows with consecutive failures; close cuts the pause short.
-   */
+  /** Runs one worker until the consumer stops running; see {@link WorkerLoop#run}. */
   protected final void runWorker(WorkerLoop w) {
-    int errors = 0;
-    while (state.get() == State.RUNNING) {
-      try {
-        Throwable databaseError = w.blockingStep();
-        if (databaseError != null) {
-          w.databaseFailed(databaseError);
-          pause(errors++);
-        } else {
-          errors = 0;
-        }
-      } catch (JedisException e) {
-        // Once closed (an abandoned batch interrupted, or the connections gone), a Redis failure ends the loop.
-        if (state.get() != State.RUNNING) {
-          break;
-        }
-        w.redisFailed(e);
-        pause(errors++);
-      } catch (SimulatedCrash crash) {
-        throw crash; // a test's stand-in for a killed process: the thread dies here, as the process would
-      } catch (Throwable e) {
-        // An Error too: a worker that died silently would leave the consumer saying RUNNING with no one working.
-        if (!w.failed(e)) {
-          break;
-        }
-        pause(errors++);
-      }
-    }
-  }
-
-  private void pause(int failures) {
-    long max = Math.min(5_000, 100L << Math.min(failures, 6));
-    long wait = max / 2 + ThreadLocalRandom.current().nextLong(max / 2 + 1);
-    try {
-      stopping.await(wait, TimeUnit.MILLISECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
+    WorkerLoop.run(w, this::running, stopping);
   }
 
   /**
@@ -348,13 +291,13 @@ abstract class AbstractConsumer {
    */
   protected abstract long[] redisFloor();
 
-  /** See {@link dev.handoff.consumer.StreamConsumer#replayFromOutbox}; reports to the counters and listener. */
+  /** See {@link dev.handoff.consumer.HandoffConsumer#replayFromOutbox}; reports to the counters and listener. */
   public final ReplayResult replayFromOutbox(OutboxRange range) {
     java.util.Objects.requireNonNull(range, "range");
     return outboxReplay.run(range, reporter::handled, soFar -> reporter.emit(l -> l.replayProgress(soFar)));
   }
 
-  /** See {@link dev.handoff.consumer.StreamConsumer#processed}. */
+  /** See {@link dev.handoff.consumer.HandoffConsumer#processed}. */
   public final Set<UUID> processed(Collection<UUID> messageIds) {
     List<UUID> ids = List.copyOf(messageIds);
     if (ids.isEmpty()) {
@@ -367,12 +310,12 @@ abstract class AbstractConsumer {
     }
   }
 
-  /** See {@link dev.handoff.consumer.StreamConsumer#deadLetters}. */
+  /** See {@link dev.handoff.consumer.HandoffConsumer#deadLetters}. */
   public final List<DeadLetter> deadLetters(int limit) {
     return deadLetters.list(limit);
   }
 
-  /** See {@link dev.handoff.consumer.StreamConsumer#retry}; a retry that ran tells the listener it was handled. */
+  /** See {@link dev.handoff.consumer.HandoffConsumer#retry}; a retry that ran tells the listener it was handled. */
   public final boolean retry(long deadLetterId) {
     InboundMessage m = deadLetters.retry(deadLetterId);
     if (m != null) {
@@ -383,7 +326,7 @@ abstract class AbstractConsumer {
     return m != null;
   }
 
-  /** See {@link dev.handoff.consumer.StreamConsumer#retryAll}. */
+  /** See {@link dev.handoff.consumer.HandoffConsumer#retryAll}. */
   public final int retryAll() {
     return deadLetters.retryAll(this::retry);
   }
@@ -393,7 +336,7 @@ abstract class AbstractConsumer {
     return purger.purgeOrRefuse(processedBefore);
   }
 
-  /** See {@link dev.handoff.consumer.StreamConsumer#purgeInbox()}. */
+  /** See {@link dev.handoff.consumer.HandoffConsumer#purgeInbox()}. */
   public final InboxPurgeResult purgeInbox() {
     return purger.purgeExpired();
   }

@@ -16,7 +16,6 @@ import java.sql.Savepoint;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
-import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -101,8 +100,7 @@ final class BatchSettler {
   private final MessageHandler handler;
   private final BatchMessageHandler batchHandler;
   private final InboxQueries inbox;
-  private final DeadLetterQueries deadLetters;
-  private final OutboxQueries outbox;
+  private final VerdictWriter verdicts;
   private final String group;
 
   BatchSettler(ConsumerConfig config, DataSource dataSource) {
@@ -111,8 +109,7 @@ final class BatchSettler {
     this.handler = config.handler();
     this.batchHandler = config.batchHandler();
     this.inbox = new InboxQueries(config.schema());
-    this.deadLetters = new DeadLetterQueries(config.schema());
-    this.outbox = new OutboxQueries(config.schema());
+    this.verdicts = new VerdictWriter(config, dataSource, inbox);
     this.group = config.group();
   }
 
@@ -142,7 +139,7 @@ final class BatchSettler {
         candidates.add(d);
       }
     }
-    Map<Delivery, InboundMessage> recovered = lost.isEmpty() ? Map.of() : recoverLost(lost);
+    Map<Delivery, InboundMessage> recovered = lost.isEmpty() ? Map.of() : verdicts.recoverLost(lost);
     Deque<Unit> queue = new ArrayDeque<>();
     queue.add(new Unit(candidates, dead, lost));
     Connection c = null;
@@ -224,14 +221,14 @@ final class BatchSettler {
     List<Failure> failed = new ArrayList<>();
     try {
       for (Delivery d : u.lost) {
-        if (writeLost(c, d, recovered.get(d))) {
+        if (verdicts.writeLost(c, d, recovered.get(d))) {
           lost.add(d);
         } else {
           duplicates.add(d);
         }
       }
       for (Dead x : u.dead) {
-        if (writeDead(c, x)) {
+        if (verdicts.writeDead(c, x)) {
           dead.add(x);
         } else {
           duplicates.add(x.delivery());
@@ -313,7 +310,7 @@ final class BatchSettler {
           inbox.delete(c, group, id);
           if (isFinal(d, mode)) {
             Dead x = new Dead(d, describe(e));
-            writeDead(c, x);
+            verdicts.writeDead(c, x);
             dead.add(x);
           } else {
             failed.add(new Failure(d, e));
@@ -342,53 +339,6 @@ final class BatchSettler {
     out.failed.addAll(failed);
   }
 
-  /** Dead-letters one entry with a marker of outcome dead; false if the message was processed already. */
-  private boolean writeDead(Connection c, Dead x) throws SQLException {
-    Delivery d = x.delivery();
-    UUID id = d.messageId();
-    if (id != null && inbox.insert(c, group, List.of(id), List.of(d.id), InboxQueries.DEAD).isEmpty()) {
-      return false;
-    }
-    DeadLetterQueries.Row row = d.message != null
-        ? DeadLetterQueries.Row.of(d.message, x.error())
-        : new DeadLetterQueries.Row(id, config.topic().name(), d.streamKey, d.id, parseLong(d.field("outbox_id")),
-            text(d.field("key")), text(d.field("type")), null, d.field("payload"), null, d.deliveries, x.error());
-    deadLetters.insert(c, group, row);
-    return true;
-  }
-
-  /** Records a lost entry; false when the outbox shows it was the message of a marker we already have. */
-  private boolean writeLost(Connection c, Delivery d, InboundMessage recovered) throws SQLException {
-    String error = "lost: the stream entry was trimmed or deleted before this group acknowledged it";
-    if (recovered != null) {
-      if (inbox.insert(c, group, List.of(recovered.messageId()), List.of(d.id), InboxQueries.DEAD).isEmpty()) {
-        return false;
-      }
-      deadLetters.insert(c, group, DeadLetterQueries.Row.of(recovered, error
-          + "; the message was recovered from the outbox and can be retried"));
-      return true;
-    }
-    deadLetters.insert(c, group, new DeadLetterQueries.Row(null, config.topic().name(), d.streamKey, d.id, null,
-        null, null, null, null, null, Math.max(0, d.deliveries), error));
-    return true;
-  }
-
-  /** Looks lost entries up in the outbox, outside the batch transaction so that a failure cannot abort it. */
-  private Map<Delivery, InboundMessage> recoverLost(List<Delivery> lost) {
-    Map<Delivery, InboundMessage> out = new IdentityHashMap<>();
-    try (Connection c = dataSource.getConnection()) {
-      for (Delivery d : lost) {
-        InboundMessage m = outbox.find(c, config.topic().name(), d.shard, d.streamKey, d.id, d.deliveries);
-        if (m != null) {
-          out.put(d, m);
-        }
-      }
-    } catch (SQLException | RuntimeException e) {
-      log.debug("could not look lost entries up in the outbox of schema '{}'", config.schema(), e);
-    }
-    return out;
-  }
-
   private boolean isFinal(Delivery d, Mode mode) {
     return mode == Mode.DELIVERY && d.deliveries >= config.maxDeliveries();
   }
@@ -398,17 +348,5 @@ final class BatchSettler {
     e.printStackTrace(new PrintWriter(w));
     String text = w.toString();
     return text.length() <= 8000 ? text : text.substring(0, 8000) + "\n\t... (truncated)";
-  }
-
-  private static Long parseLong(byte[] value) {
-    try {
-      return value == null ? null : Long.parseLong(new String(value, java.nio.charset.StandardCharsets.UTF_8));
-    } catch (NumberFormatException e) {
-      return null;
-    }
-  }
-
-  private static String text(byte[] value) {
-    return value == null ? null : new String(value, java.nio.charset.StandardCharsets.UTF_8);
   }
 }

@@ -82,7 +82,7 @@ final class DeadLetterService {
   }
 
   /**
-   * Re-runs the handler on a stored dead letter; see {@link dev.handoff.consumer.StreamConsumer#retry(long)}.
+   * Re-runs the handler on a stored dead letter; see {@link dev.handoff.consumer.HandoffConsumer#retry(long)}.
    *
    * @return the message if the handler ran and committed, {@code null} if there was nothing to do
    */

@@ -4,7 +4,6 @@ import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.ConsumerStatus;
 import dev.handoff.consumer.InboundMessage;
-import dev.handoff.consumer.InboxPurgeRefusedException;
 import dev.handoff.consumer.PollResult;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.testkit.ConsumerFaults;
@@ -16,7 +15,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -44,6 +42,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   private final DataSource dataSource;
   private final RedisGroups redis;
   private final StreamGroups groups;
+  private final StreamInspector inspector;
   private final List<String> streamKeys;
   private final StreamWorker[] workers;
 
@@ -56,6 +55,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
         config.redisPoolWait());
     this.groups = new StreamGroups(config, redis, reporter(), log);
     this.streamKeys = groups.keys();
+    this.inspector = new StreamInspector(redis, streamKeys, config.group());
     DeliveryWorker.Shared shared = sharedByWorkers(faults);
     this.workers = new StreamWorker[config.workers()];
     for (int i = 0; i < workers.length; i++) {
@@ -106,34 +106,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
 
   @Override
   public ConsumerStatus status() {
-    List<ConsumerStatus.StreamStatus> streams = new ArrayList<>();
-    long now = config.clock().millis();
-    for (String key : streamKeys) {
-      if (!redis.exists(key)) {
-        streams.add(new ConsumerStatus.StreamStatus(key, false, false, 0, null, null, null, 0, true, 0, null, null,
-            Map.of(), new TreeMap<>()));
-        continue;
-      }
-      String lastDelivered = redis.lastDeliveredId(key);
-      long length = redis.length(key);
-      String first = redis.firstEntryId(key);
-      String last = redis.lastEntryId(key);
-      if (lastDelivered == null) {
-        // Without a group nothing was delivered: every retained entry is backlog.
-        streams.add(new ConsumerStatus.StreamStatus(key, true, false, length, first, last, null, length, true, 0,
-            null, null, Map.of(), new TreeMap<>()));
-        continue;
-      }
-      long[] backlog = redis.countAfter(key, lastDelivered, config.statusScanLimit());
-      RedisGroups.PendingSummary pending = redis.pendingSummary(key);
-      Duration age = pending.minId() == null ? null
-          : Duration.ofMillis(Math.max(0, now - Long.parseLong(pending.minId().substring(0,
-              pending.minId().indexOf('-')))));
-      streams.add(new ConsumerStatus.StreamStatus(key, true, true, length, first, last, lastDelivered, backlog[0],
-          backlog[1] == 0, pending.total(), pending.minId(), age, pending.consumers(),
-          pending.total() == 0 ? new TreeMap<>()
-              : redis.deliveryHistogram(key, config.statusScanLimit())));
-    }
+    List<ConsumerStatus.StreamStatus> streams = inspector.streams(config.clock().millis(), config.statusScanLimit());
     long dead;
     try (Connection c = dataSource.getConnection()) {
       dead = deadLetters.countDead(c);
@@ -151,26 +124,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   /** The oldest entry the topic's streams retain, or just above the top of an empty one. */
   @Override
   protected long[] redisFloor() {
-    long[] floor = {Long.MAX_VALUE, Long.MAX_VALUE};
-    for (String key : streamKeys) {
-      if (!redis.exists(key)) {
-        throw new InboxPurgeRefusedException("inbox purge of consumer group '" + config.group()
-            + "' refused: stream '" + key + "' does not exist, so Redis may have lost it and the relay may"
-            + " publish its messages again; their markers must stay", -1);
-      }
-      String first = redis.firstEntryId(key);
-      long[] candidate;
-      if (first != null) {
-        candidate = parse(first);
-      } else {
-        long[] top = parse(redis.lastGeneratedId(key));
-        candidate = new long[] {top[0], top[1] + 1};
-      }
-      if (compare(candidate, floor) < 0) {
-        floor = candidate;
-      }
-    }
-    return floor;
+    return inspector.floor();
   }
 
   @Override
@@ -275,15 +229,5 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
         }
       }
     }
-  }
-
-  private static long[] parse(String id) {
-    int dash = id.indexOf('-');
-    return new long[] {Long.parseLong(id.substring(0, dash)), Long.parseLong(id.substring(dash + 1))};
-  }
-
-  private static int compare(long[] a, long[] b) {
-    int c = Long.compare(a[0], b[0]);
-    return c != 0 ? c : Long.compare(a[1], b[1]);
   }
 }

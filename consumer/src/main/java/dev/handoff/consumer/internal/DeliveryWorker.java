@@ -22,7 +22,7 @@ import redis.clients.jedis.exceptions.JedisException;
  *
  * <p>Not thread-safe: one thread runs a worker (its own, or the caller of {@code pollOnce} under the worker's lock).
  */
-abstract class DeliveryWorker implements AbstractConsumer.WorkerLoop {
+abstract class DeliveryWorker implements WorkerLoop {
 
   /** What every worker of one consumer shares. */
   record Shared(ConsumerConfig config, BatchSettler settler, OutcomeReporter reporter, ConsumerFaults faults,

@@ -4,11 +4,9 @@ import dev.handoff.outbox.internal.LuaScript;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.Pipeline;
@@ -17,14 +15,12 @@ import redis.clients.jedis.Response;
 import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.params.XAutoClaimParams;
-import redis.clients.jedis.params.XPendingParams;
 import redis.clients.jedis.params.XReadGroupParams;
 import redis.clients.jedis.resps.StreamEntryBinary;
-import redis.clients.jedis.resps.StreamGroupInfo;
-import redis.clients.jedis.resps.StreamPendingEntry;
 
 /**
- * Every Redis command the consumer sends, and the only class that talks to Jedis. Two clients: one pool for
+ * Every Redis command the stream consumer's workers send; with {@link StreamInspector} (the reads for status and
+ * the inbox purge), the only classes that talk to Jedis. Two clients: one pool for
  * blocking reads, sized one connection per worker so a read never waits for a connection and never holds one
  * that other commands need, and one pool for everything else, with a finite wait. Both speak RESP2 so the raw
  * replies parsed here keep their shape.
@@ -92,12 +88,6 @@ public final class RedisGroups implements AutoCloseable {
 
   // Counts up to ARGV[2] entries after ARGV[1] server-side, so only the count and the last ID cross the wire. One
   // call is one page: a long scan is many short scripts, never one that holds Redis for the whole count.
-  private static final LuaScript COUNT_PAGE = LuaScript.of("""
-      local r = redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', tonumber(ARGV[2]))
-      if #r == 0 then return {0, ARGV[1]} end
-      return {#r, r[#r][1]}""");
-  private static final int COUNT_PAGE_SIZE = 500;
-
   private final RedisClient commands;
   private final RedisClient readers;
   private final byte[] group;
@@ -269,106 +259,6 @@ public final class RedisGroups implements AutoCloseable {
     return out;
   }
 
-  public boolean exists(String streamKey) {
-    return commands.exists(streamKey);
-  }
-
-  /** The oldest retained entry's ID, or {@code null} when the stream is empty or missing. */
-  public String firstEntryId(String streamKey) {
-    List<Object> reply = commands.xrange(bytes(streamKey), bytes("-"), bytes("+"), 1);
-    return reply.isEmpty() ? null : text(((List<?>) reply.get(0)).get(0));
-  }
-
-  public String lastEntryId(String streamKey) {
-    List<Object> reply = commands.xrevrange(bytes(streamKey), bytes("+"), bytes("-"), 1);
-    return reply.isEmpty() ? null : text(((List<?>) reply.get(0)).get(0));
-  }
-
-  /** The stream's last-generated ID (the top, even when the entries were trimmed away). */
-  public String lastGeneratedId(String streamKey) {
-    return commands.xinfoStream(streamKey).getLastGeneratedId().toString();
-  }
-
-  public long length(String streamKey) {
-    return commands.xlen(streamKey);
-  }
-
-  /** The group's last-delivered ID, or {@code null} when the group does not exist. */
-  public String lastDeliveredId(String streamKey) {
-    if (!commands.exists(streamKey)) {
-      return null;
-    }
-    for (StreamGroupInfo info : commands.xinfoGroups(streamKey)) {
-      if (info.getName().equals(groupName)) {
-        return info.getLastDeliveredId().toString();
-      }
-    }
-    return null;
-  }
-
-  /** {@code [count, more]}: entries after {@code afterId} up to {@code limit}, and whether there are more. */
-  public long[] countAfter(String streamKey, String afterId, int limit) {
-    long counted = 0;
-    String cursor = afterId;
-    while (counted < limit) {
-      int want = (int) Math.min(COUNT_PAGE_SIZE, limit - counted);
-      List<?> page = countPage(streamKey, cursor, want);
-      long n = ((Number) page.get(0)).longValue();
-      counted += n;
-      if (n < want) {
-        return new long[] {counted, 0};
-      }
-      cursor = text(page.get(1));
-    }
-    return new long[] {counted, ((Number) countPage(streamKey, cursor, 1).get(0)).longValue()};
-  }
-
-  private List<?> countPage(String streamKey, String afterId, int count) {
-    return (List<?>) COUNT_PAGE.runText(commands, List.of(streamKey), List.of(afterId, Integer.toString(count)));
-  }
-
-  /** Pending summary: total, min ID and pending per consumer. */
-  public record PendingSummary(long total, String minId, Map<String, Long> consumers) {}
-
-  public PendingSummary pendingSummary(String streamKey) {
-    var summary = commands.xpending(streamKey, groupName);
-    Map<String, Long> consumers = summary.getConsumerMessageCount() == null ? Map.of()
-        : new HashMap<>(summary.getConsumerMessageCount());
-    return new PendingSummary(summary.getTotal(),
-        summary.getMinId() == null ? null : summary.getMinId().toString(), consumers);
-  }
-
-  /** Delivery count to number of pending entries, scanning at most {@code limit} entries. */
-  public TreeMap<Long, Long> deliveryHistogram(String streamKey, int limit) {
-    TreeMap<Long, Long> histogram = new TreeMap<>();
-    String start = "-";
-    int seen = 0;
-    while (seen < limit) {
-      int page = Math.min(1000, limit - seen);
-      List<StreamPendingEntry> entries =
-          commands.xpending(streamKey, groupName, XPendingParams.xPendingParams(start, "+", page));
-      for (StreamPendingEntry e : entries) {
-        histogram.merge(e.getDeliveredTimes(), 1L, Long::sum);
-      }
-      seen += entries.size();
-      if (entries.size() < page) {
-        break;
-      }
-      start = "(" + entries.get(entries.size() - 1).getID();
-    }
-    return histogram;
-  }
-
-  /** Pending entries of one consumer (for tests and status): ID to delivery count. */
-  public Map<String, Long> pendingOf(String streamKey, String consumer, int limit) {
-    Map<String, Long> out = new LinkedHashMap<>();
-    for (StreamPendingEntry e : commands.xpending(streamKey, groupName,
-        XPendingParams.xPendingParams("-", "+", limit).consumer(consumer))) {
-      out.put(e.getID().toString(), e.getDeliveredTimes());
-    }
-    return out;
-  }
-
   private Object eval(LuaScript script, String streamKey, String consumer, List<String> rest) {
     List<String> args = new ArrayList<>(rest.size() + 2);
     args.add(groupName);
@@ -420,6 +310,16 @@ public final class RedisGroups implements AutoCloseable {
 
   static String text(Object o) {
     return o instanceof byte[] b ? new String(b, StandardCharsets.UTF_8) : String.valueOf(o);
+  }
+
+  /** The pool for non-blocking commands, shared with {@link StreamInspector}. */
+  RedisClient commands() {
+    return commands;
+  }
+
+  /** The group this client reads for. */
+  String groupName() {
+    return groupName;
   }
 
   @Override
