@@ -34,7 +34,8 @@ import redis.clients.jedis.UnifiedJedis;
 /**
  * The {@link Relay}: its lifecycle (start, close with its drain) and the one thread whose loop runs the jobs in turn,
  * each in a class of its own: the leases ({@link LeaseKeeper}), publishing ({@link ShardPublisher}) and retention
- * ({@link RelayMaintenance}); plus one thread listening for appends' notifications. The jobs share the owned shards
+ * ({@link RelayMaintenance}); plus one thread listening for appends' notifications, and one renewing the leases
+ * ({@link LeaseRenewer}), stopped last. The jobs share the owned shards
  * and run under one work lock, so {@code relayOnce()} and {@code maintainOnce()} never overlap the loop.
  */
 public final class DefaultRelay implements Relay {
@@ -56,6 +57,7 @@ public final class DefaultRelay implements Relay {
   private Thread listenThread;
   private NotificationListener notifications;
   private final LeaseKeeper leaseKeeper;
+  private final LeaseRenewer renewer;
   private final ShardPublisher publisher;
 
   public DefaultRelay(DataSource dataSource, UnifiedJedis redis, RelayConfig config, RelayFaults faults) {
@@ -70,7 +72,8 @@ public final class DefaultRelay implements Relay {
     OutboxQueries outbox = new OutboxQueries(config.schema());
     this.topicNames = config.topics().stream().map(TopicConfig::name).toArray(String[]::new);
     this.maintenance = new RelayMaintenance(config, streams, leases, outbox, topicNames, this::notify);
-    this.leaseKeeper = new LeaseKeeper(config, leases, streams, owned, this::autocommit, this::notify);
+    this.renewer = new LeaseRenewer(config, dataSource, leases);
+    this.leaseKeeper = new LeaseKeeper(config, leases, streams, owned, this::autocommit, renewer, this::notify);
     this.publisher = new ShardPublisher(config, streams, leases, outbox, faults, maintenance, owned,
         this::autocommit, leaseKeeper::lost, this::notify);
     leaseKeeper.publisher(publisher);
@@ -109,6 +112,7 @@ public final class DefaultRelay implements Relay {
     listenThread.start();
     loop = new Thread(this::runLoop, "handoff-relay-" + config.owner());
     loop.setUncaughtExceptionHandler(this::uncaught);
+    renewer.start(loop, this::uncaught);
     loop.start();
   }
 
@@ -234,9 +238,19 @@ public final class DefaultRelay implements Relay {
   private final CompletableFuture<Boolean> closeOutcome = new CompletableFuture<>();
 
   private void runLoop() {
+    try {
+      loopUntilClosed();
+    } finally {
+      // Stopped last: the drain above ran under renewed leases; a thread that dies (a crash) renews nothing more.
+      renewer.stop();
+    }
+  }
+
+  private void loopUntilClosed() {
     long idleMillis = 0;
     long errorBackoffMillis = 100;
     while (state.get() == State.RUNNING) {
+      renewer.checkIn();
       try {
         work.lock();
         RelayCycle cycle;

@@ -8,6 +8,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -17,10 +18,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The relay's lease job: one writer per stream through the fenced leases of {@code relay_lease}. It renews what the
- * relay owns every third of the TTL, gives shards above the fair share back to new peers, takes free or expired
- * ones, and on each renewal asks the publisher to check the owned streams for loss. Used under the relay's work
- * lock; {@link #ownedView()} may be read from any thread.
+ * The relay's lease job: one writer per stream through the fenced leases of {@code relay_lease}. Every third of the
+ * TTL it gives shards above the fair share back to new peers, takes free or expired ones, and asks the publisher to
+ * check the owned streams for loss. A started relay's {@link LeaseRenewer} renews the leases on its own thread;
+ * otherwise ({@code relayOnce}) the check renews them. Used under the relay's work lock; {@link #ownedView()} may be
+ * read from any thread.
  */
 final class LeaseKeeper {
 
@@ -33,6 +35,7 @@ final class LeaseKeeper {
   private final List<ShardId> allShards;
   private final Map<ShardId, OwnedShard> owned;
   private final ShardPublisher.Connections connections;
+  private final LeaseRenewer renewer;
   private final Consumer<Runnable> notifier;
   private ShardPublisher publisher;
   private volatile Set<ShardId> ownedView = Set.of();
@@ -40,7 +43,7 @@ final class LeaseKeeper {
   private long nextLeaseCheckNanos;
 
   LeaseKeeper(RelayConfig config, LeaseQueries leases, RedisTransport streams, Map<ShardId, OwnedShard> owned,
-      ShardPublisher.Connections connections, Consumer<Runnable> notifier) {
+      ShardPublisher.Connections connections, LeaseRenewer renewer, Consumer<Runnable> notifier) {
     this.config = config;
     this.listener = config.listener();
     this.leases = leases;
@@ -48,6 +51,7 @@ final class LeaseKeeper {
     this.allShards = config.shards();
     this.owned = owned;
     this.connections = connections;
+    this.renewer = renewer;
     this.notifier = notifier;
   }
 
@@ -78,6 +82,7 @@ final class LeaseKeeper {
   boolean releaseAll(Connection c, long deadlineNanos) throws SQLException {
     boolean drained = true;
     for (OwnedShard o : new ArrayList<>(owned.values())) {
+      renewer.checkIn();
       drained &= publisher.sendAssigned(c, o, deadlineNanos);
       if (owned.containsKey(o.id)) {
         leases.release(c, o.id, config.owner(), o.epoch);
@@ -85,20 +90,27 @@ final class LeaseKeeper {
       }
     }
     owned.clear();
-    ownedView = Set.of();
+    publishView();
     leases.leave(c, config.owner());
     return drained;
   }
 
 
-  /** Renews, takes and gives up leases when due ({@code force}: now), and checks owned streams for loss. */
+  /**
+   * Gives up the shards whose renewal found another owner; then, when due ({@code force}: now), renews (unless the
+   * {@link LeaseRenewer} does, on its own thread), gives shards above the fair share back, takes free or expired
+   * ones, and checks owned streams for loss.
+   */
   void manage(boolean force) throws SQLException {
+    dropLost();
     long now = System.nanoTime();
     if (!force && now < nextLeaseCheckNanos) {
       return;
     }
     nextLeaseCheckNanos = now + config.leaseTtl().toNanos() / 3;
     try (Connection c = connections.get()) {
+      // The first check renews here too, so that this relay counts itself among the live ones from the start.
+      boolean renewHere = !renewer.running() || !rowsEnsured;
       if (!rowsEnsured) {
         // Before any row is created: a refused relay must not claim a new topic's shards for its prefix.
         leases.requireKeyPrefix(c, config.keyPrefix());
@@ -107,16 +119,15 @@ final class LeaseKeeper {
         }
         rowsEnsured = true;
       }
-      int live = leases.heartbeat(c, config.owner(), config.leaseTtl());
+      if (renewHere) {
+        renewer.renewNow(c);
+        dropLost();
+      }
+      int live = leases.liveMembers(c, config.leaseTtl());
       int target = (allShards.size() + live - 1) / live;
 
       for (OwnedShard o : new ArrayList<>(owned.values())) {
-        LeaseQueries.Lease lease = leases.acquire(c, o.id, config.owner(), config.leaseTtl());
-        if (lease == null || lease.epoch() != o.epoch) {
-          lost(o, "another relay holds it now");
-        } else {
-          publisher.probe(c, o);
-        }
+        publisher.probe(c, o);
       }
       // More relays than before: give back shards above the fair share, so others can take them now.
       List<OwnedShard> mine = new ArrayList<>(owned.values());
@@ -143,8 +154,26 @@ final class LeaseKeeper {
           takeOver(c, shard, lease);
         }
       }
-      ownedView = Collections.unmodifiableSet(new TreeSet<>(owned.keySet()));
+      publishView();
     }
+  }
+
+  /** Forgets the shards whose lease renewal found another relay holding them (with the epoch this relay had). */
+  private void dropLost() {
+    for (LeaseRenewer.Lost l : renewer.takeLost()) {
+      OwnedShard o = owned.get(l.shard());
+      if (o != null && o.epoch == l.epoch()) {
+        lost(o, "its renewal found another relay holding it");
+      }
+    }
+  }
+
+  /** Publishes the owned shards to the readers of {@link #ownedView()} and to the renewer. */
+  private void publishView() {
+    ownedView = Collections.unmodifiableSet(new TreeSet<>(owned.keySet()));
+    Map<ShardId, Long> epochs = new HashMap<>();
+    owned.forEach((id, o) -> epochs.put(id, o.epoch));
+    renewer.owned(epochs);
   }
 
   private void takeOver(Connection c, ShardId shard, LeaseQueries.Lease lease) throws SQLException {
@@ -157,6 +186,7 @@ final class LeaseKeeper {
       leases.raiseLastAssigned(c, shard, config.owner(), lease.epoch(), top);
     }
     owned.put(shard, o);
+    publishView();
     log.info("relay {} took {} with epoch {} (last assigned {}, stream top {})", config.owner(), shard,
         lease.epoch(), lease.lastAssigned(), top);
     notify(() -> listener.leaseAcquired(shard, lease.epoch()));
@@ -165,7 +195,7 @@ final class LeaseKeeper {
   /** Forgets a shard whose lease another relay holds now; the relay stops writing its stream. */
   void lost(OwnedShard o, String why) {
     if (owned.remove(o.id) != null) {
-      ownedView = Collections.unmodifiableSet(new TreeSet<>(owned.keySet()));
+      publishView();
       log.warn("relay {} lost {} (epoch {}): {}; it stops writing that stream", config.owner(), o.id, o.epoch, why);
       notify(() -> listener.leaseLost(o.id, o.epoch, false));
     }

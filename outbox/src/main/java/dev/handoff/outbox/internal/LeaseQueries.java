@@ -6,6 +6,8 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
 
 /**
  * The SQL of the {@code relay_lease} and {@code relay_member} tables. Every time is the database's clock, so
@@ -22,7 +24,7 @@ final class LeaseQueries {
   private final String release;
   private final String raiseLastAssigned;
   private final String raiseWatermark;
-  private final String heartbeat;
+  private final String renewAll;
   private final String liveMembers;
   private final String leave;
   private final String forgetDeadMembers;
@@ -46,8 +48,12 @@ final class LeaseQueries {
         + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? AND (last_ms, last_seq) < (?, ?)";
     raiseWatermark = "UPDATE " + lease + " SET watermark_ms = ?, watermark_seq = ?, updated_at = now()"
         + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? AND (watermark_ms, watermark_seq) < (?, ?)";
-    heartbeat = "INSERT INTO " + member + " (owner) VALUES (?)"
-        + " ON CONFLICT (owner) DO UPDATE SET heartbeat_at = now()";
+    // One statement, so one commit, whatever the number of shards: the membership heartbeat and every lease the
+    // owner holds, each keeping its epoch. A lease taken by another relay has another owner and is not touched.
+    renewAll = "WITH beat AS (INSERT INTO " + member + " (owner) VALUES (?)"
+        + " ON CONFLICT (owner) DO UPDATE SET heartbeat_at = now())"
+        + " UPDATE " + lease + " SET expires_at = clock_timestamp() + make_interval(secs => ?), updated_at = now()"
+        + " WHERE owner = ? RETURNING topic, shard, epoch";
     liveMembers = "SELECT count(*) FROM " + member
         + " WHERE heartbeat_at > clock_timestamp() - make_interval(secs => ?)";
     leave = "DELETE FROM " + member + " WHERE owner = ?";
@@ -136,12 +142,8 @@ final class LeaseQueries {
     }
   }
 
-  /** Records that this relay is alive and returns how many relays are (itself included). */
-  int heartbeat(Connection c, String owner, Duration ttl) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(heartbeat)) {
-      ps.setString(1, owner);
-      ps.executeUpdate();
-    }
+  /** How many relays are alive (this one included, whose heartbeat {@link #renewAll} writes); forgets dead ones. */
+  int liveMembers(Connection c, Duration ttl) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(forgetDeadMembers)) {
       ps.setDouble(1, ttl.toMillis() * 10 / 1000.0);
       ps.executeUpdate();
@@ -152,6 +154,26 @@ final class LeaseQueries {
         rs.next();
         return Math.max(1, rs.getInt(1));
       }
+    }
+  }
+
+  /**
+   * Records that this relay is alive and renews every lease it holds, in one statement.
+   *
+   * @return the epoch of each lease renewed
+   */
+  Map<ShardId, Long> renewAll(Connection c, String owner, Duration ttl) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(renewAll)) {
+      ps.setString(1, owner);
+      ps.setDouble(2, ttl.toMillis() / 1000.0);
+      ps.setString(3, owner);
+      Map<ShardId, Long> renewed = new HashMap<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          renewed.put(new ShardId(rs.getString(1), rs.getInt(2)), rs.getLong(3));
+        }
+      }
+      return renewed;
     }
   }
 
