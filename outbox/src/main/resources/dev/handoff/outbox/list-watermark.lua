@@ -1,3 +1,4 @@
+-- (element_header comes first: see ListScripts.)
 -- The point below which every pushed element is finished (acknowledged or dead-lettered): the lowest ID still in
 -- the list or in a processing list; when there is none, just above the last pushed ID. An element leaves the list
 -- and processing lists only by LREM after its consumer committed, so everything below that point is done.
@@ -6,12 +7,9 @@
 -- Reply: {"ms-seq" or "" when nothing was ever pushed, 0, 1 or 0 (whether the point may be stored)}.
 local bestMs, bestSeq, bestText = nil, nil, nil
 local function consider(element)
-  local ms, seq = string.match(element, '^hl1 (%d+)%-(%d+) ')
-  if ms then
-    local m, s = tonumber(ms), tonumber(seq)
-    if bestMs == nil or m < bestMs or (m == bestMs and s < bestSeq) then
-      bestMs, bestSeq, bestText = m, s, ms .. '-' .. seq
-    end
+  local id, _, m, s = element_header(element)
+  if id and (bestMs == nil or m < bestMs or (m == bestMs and s < bestSeq)) then
+    bestMs, bestSeq, bestText = m, s, id
   end
 end
 local function scan(key)

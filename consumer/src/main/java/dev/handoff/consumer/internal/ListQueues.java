@@ -1,6 +1,7 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.outbox.ListFormat;
+import dev.handoff.outbox.internal.ListScripts;
 import dev.handoff.outbox.internal.LuaScript;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -35,12 +36,12 @@ public final class ListQueues implements AutoCloseable {
   public record Holder(String processingKey, long length, boolean alive, String oldestId) {}
 
   // KEYS: list, processing, deliveries. ARGV: n. Moves up to n elements, oldest first, and reads their counts.
-  private static final LuaScript TAKE = LuaScript.of("""
+  private static final LuaScript TAKE = ListScripts.of("""
       local out = {}
       for i = 1, tonumber(ARGV[1]) do
         local e = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
         if not e then break end
-        local id = string.match(e, '^hl1 [^ ]+ ([^\\n]+)\\n')
+        local _, id = element_header(e)
         local c = 0
         if id then c = tonumber(redis.call('HGET', KEYS[3], id) or '0') end
         out[#out + 1] = e
@@ -85,7 +86,7 @@ public final class ListQueues implements AutoCloseable {
   // KEYS: list, registry, deliveries. ARGV: seconds after which a dead, empty registration is forgotten; a processing
   // key to release now whatever its heartbeat ('' for none). Moves every element of each dead consumer's processing
   // list back to the head of the list, keeping their order (RIGHT to LEFT, last first), counting one delivery each.
-  private static final LuaScript REAP = LuaScript.of("""
+  private static final LuaScript REAP = ListScripts.of("""
       local now = tonumber(redis.call('TIME')[1])
       local returned, consumers = 0, 0
       local entries = redis.call('HGETALL', KEYS[2])
@@ -104,7 +105,7 @@ public final class ListQueues implements AutoCloseable {
           if n > 0 then consumers = consumers + 1 end
           for j = 1, n do
             local e = redis.call('LMOVE', p, KEYS[1], 'RIGHT', 'LEFT')
-            local id = string.match(e, '^hl1 [^ ]+ ([^\\n]+)\\n')
+            local _, id = element_header(e)
             if id then redis.call('HINCRBY', KEYS[3], id, 1) end
             returned = returned + 1
           end
@@ -120,18 +121,18 @@ public final class ListQueues implements AutoCloseable {
 
   // KEYS: list, registry. Per registered processing list: key, length, alive, lowest ID ('' when empty).
   /** The relay's own script: the lowest ID a list or its processing lists hold (see the outbox module). */
-  private static final LuaScript LOWEST_HELD = LuaScript.resource("/dev/handoff/outbox/list-watermark.lua");
+  private static final LuaScript LOWEST_HELD = ListScripts.resource("/dev/handoff/outbox/list-watermark.lua");
 
-  private static final LuaScript HOLDERS = LuaScript.of("""
+  private static final LuaScript HOLDERS = ListScripts.of("""
       local out = {}
       local entries = redis.call('HKEYS', KEYS[2])
       for i = 1, #entries do
         local p = entries[i]
         local best, bestMs, bestSeq = '', nil, nil
         for _, e in ipairs(redis.call('LRANGE', p, 0, -1)) do
-          local ms, seq = string.match(e, '^hl1 (%d+)%-(%d+) ')
-          if ms and (bestMs == nil or tonumber(ms) < bestMs or (tonumber(ms) == bestMs and tonumber(seq) < bestSeq)) then
-            best, bestMs, bestSeq = ms .. '-' .. seq, tonumber(ms), tonumber(seq)
+          local id, _, ms, seq = element_header(e)
+          if id and (bestMs == nil or ms < bestMs or (ms == bestMs and seq < bestSeq)) then
+            best, bestMs, bestSeq = id, ms, seq
           end
         end
         out[#out + 1] = {p, redis.call('LLEN', p), redis.call('EXISTS', p .. ':alive'), best}

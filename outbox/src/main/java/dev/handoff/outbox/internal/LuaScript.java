@@ -41,11 +41,16 @@ public final class LuaScript {
 
   /** A script from a class path resource, for example {@code /dev/handoff/outbox/publish.lua}. */
   public static LuaScript resource(String path) {
+    return new LuaScript(resourceText(path));
+  }
+
+  /** The text of a class path resource. */
+  static String resourceText(String path) {
     try (InputStream in = LuaScript.class.getResourceAsStream(path)) {
       if (in == null) {
         throw new IllegalStateException("missing script resource " + path);
       }
-      return new LuaScript(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read script resource " + path, e);
     }

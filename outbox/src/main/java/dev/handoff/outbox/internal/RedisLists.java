@@ -21,7 +21,7 @@ final class RedisLists implements RedisTransport {
   private final long capacity;
   private final LuaScript push = LuaScript.resource("/dev/handoff/outbox/list-push.lua");
   private final LuaScript room = LuaScript.resource("/dev/handoff/outbox/list-room.lua");
-  private final LuaScript watermark = LuaScript.resource("/dev/handoff/outbox/list-watermark.lua");
+  private final LuaScript watermark = ListScripts.resource("/dev/handoff/outbox/list-watermark.lua");
 
   RedisLists(UnifiedJedis redis, long capacity) {
     this.redis = redis;

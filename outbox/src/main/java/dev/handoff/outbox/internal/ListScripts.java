@@ -1,0 +1,23 @@
+package dev.handoff.outbox.internal;
+
+/**
+ * The scripts that read list elements, the relay's and the list consumer's alike: each is given the one Lua reader
+ * of the element header ({@code element_header}, in {@code list-header.lua}) ahead of its own text, so that no
+ * script parses the wire format on its own.
+ */
+public final class ListScripts {
+
+  private static final String HEADER_READER = LuaScript.resourceText("/dev/handoff/outbox/list-header.lua");
+
+  private ListScripts() {}
+
+  /** A list script given as text, which may call {@code element_header(element)}. */
+  public static LuaScript of(String body) {
+    return LuaScript.of(HEADER_READER + body);
+  }
+
+  /** A list script from a class path resource, which may call {@code element_header(element)}. */
+  public static LuaScript resource(String path) {
+    return LuaScript.of(HEADER_READER + LuaScript.resourceText(path));
+  }
+}
