@@ -98,7 +98,7 @@ public interface HandoffConsumer extends AutoCloseable {
   /** The immutable settings this consumer runs with. */
   ConsumerConfig config();
 
-  /** Closes with a deadline of {@code block} plus a few seconds; see {@link #close(Duration)}. */
+  /** Closes with a deadline of 30 s; see {@link #close(Duration)}. */
   @Override
   void close();
 

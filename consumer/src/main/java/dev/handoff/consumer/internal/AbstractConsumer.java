@@ -182,6 +182,16 @@ abstract class AbstractConsumer {
     WorkerLoop.run(w, this::running, stopping);
   }
 
+  /** Closes with the default deadline of 30 s; see {@link #close(Duration)}. */
+  public final void close() {
+    close(DEFAULT_CLOSE_DEADLINE);
+  }
+
+  /** See {@link dev.handoff.consumer.HandoffConsumer#close(Duration)}. */
+  public final boolean close(Duration deadline) {
+    return closeWithin(deadline);
+  }
+
   /**
    * Stops the workers, waiting up to {@code deadline} for their batches; past it, abandons them. Then stops the
    * housekeeping and lets the subclass give back what it holds. A later close does nothing more: it reports the

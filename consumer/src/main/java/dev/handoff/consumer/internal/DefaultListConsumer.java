@@ -240,16 +240,6 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   }
 
   @Override
-  public void close() {
-    close(DEFAULT_CLOSE_DEADLINE);
-  }
-
-  @Override
-  public boolean close(Duration deadline) {
-    return closeWithin(deadline);
-  }
-
-  @Override
   protected void afterWorkersStopped(boolean used, boolean clean) {
     if (used) {
       // Whatever this consumer still holds (abandoned, or waiting for a retry) goes back to the head now, rather than

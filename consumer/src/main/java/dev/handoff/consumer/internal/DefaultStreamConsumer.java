@@ -10,7 +10,6 @@ import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.outbox.StreamFormat;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -169,16 +168,6 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
           s.databaseError);
     }
     return new PollResult(batch.size(), s.handled.size(), s.duplicates.size(), s.failed.size(), 0, 0, 0);
-  }
-
-  @Override
-  public void close() {
-    close(DEFAULT_CLOSE_DEADLINE);
-  }
-
-  @Override
-  public boolean close(Duration deadline) {
-    return closeWithin(deadline);
   }
 
   @Override
