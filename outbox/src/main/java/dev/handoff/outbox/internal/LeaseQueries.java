@@ -27,7 +27,6 @@ final class LeaseQueries {
   private final String renewAll;
   private final String liveMembers;
   private final String leave;
-  private final String forgetDeadMembers;
 
   LeaseQueries(String schema) {
     String lease = schema + ".relay_lease";
@@ -54,10 +53,12 @@ final class LeaseQueries {
         + " ON CONFLICT (owner) DO UPDATE SET heartbeat_at = now())"
         + " UPDATE " + lease + " SET expires_at = clock_timestamp() + make_interval(secs => ?), updated_at = now()"
         + " WHERE owner = ? RETURNING topic, shard, epoch";
-    liveMembers = "SELECT count(*) FROM " + member
-        + " WHERE heartbeat_at > clock_timestamp() - make_interval(secs => ?)";
+    // Forgetting long-dead members and counting the live ones is one statement: the count reads the snapshot taken
+    // before the delete, which only removes members far older than the live ones it counts.
+    liveMembers = "WITH gone AS (DELETE FROM " + member
+        + " WHERE heartbeat_at < clock_timestamp() - make_interval(secs => ?) RETURNING 1)"
+        + " SELECT count(*) FROM " + member + " WHERE heartbeat_at > clock_timestamp() - make_interval(secs => ?)";
     leave = "DELETE FROM " + member + " WHERE owner = ?";
-    forgetDeadMembers = "DELETE FROM " + member + " WHERE heartbeat_at < clock_timestamp() - make_interval(secs => ?)";
   }
 
   /**
@@ -144,12 +145,9 @@ final class LeaseQueries {
 
   /** How many relays are alive (this one included, whose heartbeat {@link #renewAll} writes); forgets dead ones. */
   int liveMembers(Connection c, Duration ttl) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(forgetDeadMembers)) {
-      ps.setDouble(1, ttl.toMillis() * 10 / 1000.0);
-      ps.executeUpdate();
-    }
     try (PreparedStatement ps = c.prepareStatement(liveMembers)) {
-      ps.setDouble(1, ttl.toMillis() / 1000.0);
+      ps.setDouble(1, ttl.toMillis() * 10 / 1000.0);
+      ps.setDouble(2, ttl.toMillis() / 1000.0);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return Math.max(1, rs.getInt(1));

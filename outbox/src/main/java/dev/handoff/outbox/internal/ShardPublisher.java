@@ -13,6 +13,7 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -20,7 +21,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The relay's publishing job: per owned shard, what is already assigned (a pending batch after a crash or a takeover,
- * rows re-published after Redis lost data), then a new batch, written with its IDs and marked published, fenced by
+ * rows re-published after Redis lost data), then a new batch for the shards that have rows (asked of the outbox once
+ * per cycle for all of them, {@link PendingWork}), written with its IDs and marked published, fenced by
  * the lease epoch. Used under the relay's work lock only; not thread-safe on its own.
  */
 final class ShardPublisher {
@@ -39,6 +41,7 @@ final class ShardPublisher {
   private final RedisTransport streams;
   private final LeaseQueries leases;
   private final OutboxQueries outbox;
+  private final PendingWork pendingWork;
   private final RelayFaults faults;
   private final RelayMaintenance maintenance;
   private final Map<ShardId, OwnedShard> owned;
@@ -57,6 +60,7 @@ final class ShardPublisher {
     this.streams = streams;
     this.leases = leases;
     this.outbox = outbox;
+    this.pendingWork = new PendingWork(config.schema());
     this.faults = faults;
     this.maintenance = maintenance;
     this.owned = owned;
@@ -98,6 +102,7 @@ final class ShardPublisher {
       // that a shard's entries do not wait for the other shards' marks (each is a round trip and a plan). Until
       // its mark, a written batch stays the lease's pending batch: after a failure it is sent again and found.
       List<Written> unrecorded = new ArrayList<>();
+      Set<ShardId> withWork = assignedOnly ? Set.of() : pendingWork.shardsWithWork(c, owned.keySet());
       for (OwnedShard o : new ArrayList<>(owned.values())) {
         if (o.checkAssigned) {
           PublishOutcome p = publishAssigned(c, o);
@@ -106,6 +111,10 @@ final class ShardPublisher {
           mayHaveMore |= p.published + p.republished > 0;
         }
         if (assignedOnly || !owned.containsKey(o.id) || o.checkAssigned) {
+          continue;
+        }
+        if (!withWork.contains(o.id)) {
+          adaptBatchSize(o, 0);
           continue;
         }
         // A bounded target (a list at capacity) takes no more than it has room for; the outbox holds the rest.
