@@ -135,7 +135,11 @@ public final class DefaultRelay implements Relay {
       } while (pass.assigned() + pass.published() + pass.republished() > 0);
       return total;
     } catch (SQLException e) {
+      forgetProgress();
       throw new RelayException("relay pass of " + config.owner() + " failed", e);
+    } catch (RuntimeException | Error e) {
+      forgetProgress(); // the next pass sends again what this one wrote and did not mark
+      throw e;
     } finally {
       work.unlock();
     }

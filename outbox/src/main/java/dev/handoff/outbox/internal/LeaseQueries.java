@@ -49,10 +49,14 @@ final class LeaseQueries {
         + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? AND (watermark_ms, watermark_seq) < (?, ?)";
     // One statement, so one commit, whatever the number of shards: the membership heartbeat and every lease the
     // owner holds, each keeping its epoch. A lease taken by another relay has another owner and is not touched.
+    // Locked in (topic, shard) order, as the relay's multi-shard transactions lock them (topic names are ASCII, so
+    // Java's order is the "C" collation's): two of them never wait for each other in a cycle.
     renewAll = "WITH beat AS (INSERT INTO " + member + " (owner) VALUES (?)"
-        + " ON CONFLICT (owner) DO UPDATE SET heartbeat_at = now())"
-        + " UPDATE " + lease + " SET expires_at = clock_timestamp() + make_interval(secs => ?), updated_at = now()"
-        + " WHERE owner = ? RETURNING topic, shard, epoch";
+        + " ON CONFLICT (owner) DO UPDATE SET heartbeat_at = now()),"
+        + " mine AS (SELECT topic, shard FROM " + lease + " WHERE owner = ?"
+        + " ORDER BY topic COLLATE \"C\", shard FOR UPDATE)"
+        + " UPDATE " + lease + " l SET expires_at = clock_timestamp() + make_interval(secs => ?), updated_at = now()"
+        + " FROM mine WHERE l.topic = mine.topic AND l.shard = mine.shard RETURNING l.topic, l.shard, l.epoch";
     // Forgetting long-dead members and counting the live ones is one statement: the count reads the snapshot taken
     // before the delete, which only removes members far older than the live ones it counts.
     liveMembers = "WITH gone AS (DELETE FROM " + member
@@ -163,8 +167,8 @@ final class LeaseQueries {
   Map<ShardId, Long> renewAll(Connection c, String owner, Duration ttl) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(renewAll)) {
       ps.setString(1, owner);
-      ps.setDouble(2, ttl.toMillis() / 1000.0);
-      ps.setString(3, owner);
+      ps.setString(2, owner);
+      ps.setDouble(3, ttl.toMillis() / 1000.0);
       Map<ShardId, Long> renewed = new HashMap<>();
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {

@@ -11,6 +11,7 @@ import dev.handoff.outbox.testkit.RelayFaults;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -81,28 +82,27 @@ final class ShardPublisher {
 
 
   /**
-   * One cycle over the owned shards: what is already assigned first, then a new batch per shard, written to Redis
-   * shard after shard and marked after the last write. Sets {@link #mayHaveMore()}.
+   * One cycle over the owned shards: what is already assigned first; then a new batch for every shard that has rows,
+   * all assigned in one transaction, written to Redis shard after shard, and all marked in one transaction after the
+   * last write. Until its mark, a written batch stays the lease's pending batch: after a failure or a crash it is
+   * sent again with its IDs and found. Sets {@link #mayHaveMore()}.
    */
   RelayCycle publishOwned(boolean assignedOnly) throws SQLException {
-    int assigned = 0;
     int published = 0;
     long republished = 0;
     mayHaveMore = false;
     if (owned.isEmpty()) {
       return new RelayCycle(0, 0, 0, 0);
     }
+    int assigned = 0;
     try (Connection c = connections.get()) {
       long start = System.nanoTime();
       if (start >= nextPlanningCheckNanos) {
         outbox.refreshPlanning(c);
         nextPlanningCheckNanos = start + PLANNING_CHECK_INTERVAL_NANOS;
       }
-      // New batches are written to Redis shard after shard and recorded in the database after the last write, so
-      // that a shard's entries do not wait for the other shards' marks (each is a round trip and a plan). Until
-      // its mark, a written batch stays the lease's pending batch: after a failure it is sent again and found.
-      List<Written> unrecorded = new ArrayList<>();
       Set<ShardId> withWork = assignedOnly ? Set.of() : pendingWork.shardsWithWork(c, owned.keySet());
+      List<Wanted> wanted = new ArrayList<>();
       for (OwnedShard o : new ArrayList<>(owned.values())) {
         if (o.checkAssigned) {
           PublishOutcome p = publishAssigned(c, o);
@@ -119,41 +119,93 @@ final class ShardPublisher {
         }
         // A bounded target (a list at capacity) takes no more than it has room for; the outbox holds the rest.
         long room = streams.room(o.streamKey, o.relayKey);
-        if (room <= 0) {
-          continue;
-        }
-        int limit = (int) Math.min(o.batchSize, room);
-        // Always from the shard's lowest unassigned row: a row that commits late with a lower id must go before
-        // anything its key commits later (starting past the last batch once lost exactly that order).
-        OutboxQueries.Batch batch = outbox.assign(c, o.id, config.owner(), o.epoch, limit, config.maxBatchBytes());
-        if (!batch.exists()) {
-          lost(o, "its lease expired or was taken over before it could assign");
-          continue;
-        }
-        assigned += batch.rows().size();
-        // A full batch may have left rows behind; a short one took all there were when it ran, and rows committed
-        // since then notify (or are found by the next idle poll): no second pass over every shard just to see.
-        mayHaveMore |= batch.rows().size() >= limit;
-        adaptBatchSize(o, batch.rows().size());
-        if (!batch.rows().isEmpty()) {
-          List<OutboxRow> rows = batch.rows();
-          faults.beforeStreamWrite(o.id, rows.size());
-          PublishResult result = streams.publish(o.streamKey, o.relayKey, o.confirmedAdded, rows);
-          if (result.lost()) {
-            republished += streamLost(c, o, result.entriesAdded());
-            mayHaveMore = true;
-            continue;
-          }
-          faults.afterStreamWrite(o.id, rows.size());
-          unrecorded.add(new Written(o, rows, result));
+        if (room > 0) {
+          wanted.add(new Wanted(o, (int) Math.min(o.batchSize, room)));
         }
       }
-      for (Written w : unrecorded) {
-        published += confirm(c, w.shard(), w.rows(), w.result(), true);
+      List<Written> unrecorded = new ArrayList<>();
+      for (Assigned a : assignAll(c, wanted)) {
+        OwnedShard o = a.shard();
+        List<OutboxRow> rows = a.rows();
+        assigned += rows.size();
+        faults.beforeStreamWrite(o.id, rows.size());
+        PublishResult result = streams.publish(o.streamKey, o.relayKey, o.confirmedAdded, rows);
+        if (result.lost()) {
+          republished += streamLost(c, o, result.entriesAdded());
+          mayHaveMore = true;
+          continue;
+        }
+        faults.afterStreamWrite(o.id, rows.size());
+        unrecorded.add(new Written(o, rows, result));
       }
+      published += markAll(c, unrecorded);
     }
     maintenance.trimAfterPublish(owned.values());
     return new RelayCycle(owned.size(), assigned, published, republished);
+  }
+
+  /** A shard that has rows, and how many it may take now. */
+  private record Wanted(OwnedShard shard, int limit) {}
+
+  /** A new batch, committed as its shard's pending batch. */
+  private record Assigned(OwnedShard shard, List<OutboxRow> rows) {}
+
+  /**
+   * Assigns the next batch of every wanted shard in one transaction, always from the shard's lowest unassigned row: a
+   * row that commits late with a lower id must go before anything its key commits later. The lease rows are locked
+   * in shard order, as every statement that locks several of them does, so that two such transactions never
+   * deadlock.
+   */
+  private List<Assigned> assignAll(Connection c, List<Wanted> wanted) throws SQLException {
+    if (wanted.isEmpty()) {
+      return List.of();
+    }
+    wanted.sort(Comparator.comparing(w -> w.shard().id));
+    List<OutboxQueries.Batch> batches = Transactions.inOne(c, () -> {
+      List<OutboxQueries.Batch> out = new ArrayList<>(wanted.size());
+      for (Wanted w : wanted) {
+        OwnedShard o = w.shard();
+        out.add(outbox.assign(c, o.id, config.owner(), o.epoch, w.limit(), config.maxBatchBytes()));
+      }
+      return out;
+    });
+    List<Assigned> out = new ArrayList<>();
+    for (int i = 0; i < wanted.size(); i++) {
+      OwnedShard o = wanted.get(i).shard();
+      OutboxQueries.Batch batch = batches.get(i);
+      if (!batch.exists()) {
+        lost(o, "its lease expired or was taken over before it could assign");
+        continue;
+      }
+      // A full batch may have left rows behind; a short one took all there were when it ran, and rows committed
+      // since then notify (or are found by the next idle poll): no second pass over every shard just to see.
+      mayHaveMore |= batch.rows().size() >= wanted.get(i).limit();
+      adaptBatchSize(o, batch.rows().size());
+      if (!batch.rows().isEmpty()) {
+        out.add(new Assigned(o, batch.rows()));
+      }
+    }
+    return out;
+  }
+
+  /** Marks every batch Redis accepted in this cycle, in one transaction; the effects follow its commit. */
+  private int markAll(Connection c, List<Written> written) throws SQLException {
+    if (written.isEmpty()) {
+      return 0;
+    }
+    written.sort(Comparator.comparing(w -> w.shard().id));
+    List<Recorded> recorded = Transactions.inOne(c, () -> {
+      List<Recorded> out = new ArrayList<>(written.size());
+      for (Written w : written) {
+        out.add(record(c, w.shard(), w.rows(), w.result(), true));
+      }
+      return out;
+    });
+    int marked = 0;
+    for (Recorded r : recorded) {
+      marked += apply(r);
+    }
+    return marked;
   }
 
   private void adaptBatchSize(OwnedShard o, int rows) {
@@ -247,6 +299,15 @@ final class ShardPublisher {
   /** Marks what Redis holds as published, and re-queues what it refused without holding. */
   private int confirm(Connection c, OwnedShard o, List<OutboxRow> chunk, PublishResult result, boolean endsBatch)
       throws SQLException {
+    return apply(record(c, o, chunk, result, endsBatch));
+  }
+
+  /** What a mark wrote, for {@link #apply} once its transaction committed. */
+  private record Recorded(OwnedShard shard, int marked, long entriesAdded, long oldestCreated, int alreadyPresent) {}
+
+  /** The database side of a confirmation: the mark, and the re-queueing of what Redis refused. */
+  private Recorded record(Connection c, OwnedShard o, List<OutboxRow> chunk, PublishResult result, boolean endsBatch)
+      throws SQLException {
     List<OutboxRow> present = new ArrayList<>(chunk.size());
     List<OutboxRow> refused = new ArrayList<>();
     long oldestCreated = Long.MAX_VALUE;
@@ -269,24 +330,28 @@ final class ShardPublisher {
       }
     }
     int marked = outbox.markPublished(c, o.id, config.owner(), o.epoch, present, result.entriesAdded(), endsBatch);
-    if (marked < 0) {
+    if (marked >= 0 && !refused.isEmpty()) {
+      reassign(c, o, refused);
+    }
+    return new Recorded(o, marked, result.entriesAdded(), oldestCreated, alreadyPresent);
+  }
+
+  /** The relay's side of a committed confirmation: its counters and the listener. */
+  private int apply(Recorded r) {
+    OwnedShard o = r.shard();
+    if (r.marked() < 0) {
       lost(o, "its lease was taken over while it published (the entries it added are in the stream and count)");
       return 0;
     }
-    o.confirmedAdded = Math.max(o.confirmedAdded, result.entriesAdded());
-    o.sinceTrim += marked;
-    if (!refused.isEmpty()) {
-      reassign(c, o, refused);
+    o.confirmedAdded = Math.max(o.confirmedAdded, r.entriesAdded());
+    o.sinceTrim += r.marked();
+    if (r.marked() > 0) {
+      notify(() -> listener.published(o.id, r.marked(), r.oldestCreated()));
     }
-    if (marked > 0) {
-      long oldest = oldestCreated;
-      notify(() -> listener.published(o.id, marked, oldest));
+    if (r.alreadyPresent() > 0) {
+      notify(() -> listener.alreadyPresent(o.id, r.alreadyPresent()));
     }
-    if (alreadyPresent > 0) {
-      int resent = alreadyPresent;
-      notify(() -> listener.alreadyPresent(o.id, resent));
-    }
-    return marked;
+    return r.marked();
   }
 
   private void reassign(Connection c, OwnedShard o, List<OutboxRow> refused) throws SQLException {
