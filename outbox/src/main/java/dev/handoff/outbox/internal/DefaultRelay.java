@@ -30,6 +30,7 @@ import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisException;
 
 /**
  * The {@link Relay}: its lifecycle (start, close with its drain) and the one thread whose loop runs the jobs in turn,
@@ -257,10 +258,9 @@ public final class DefaultRelay implements Relay {
       renewer.checkIn();
       try {
         work.lock();
-        RelayCycle cycle;
         try {
           leaseKeeper.manage(false);
-          cycle = publisher.publishOwned(false);
+          publisher.publishOwned(false);
           if (maintenance.due()) {
             maintainSlice(RelayMaintenance.SLICE_NANOS);
           }
@@ -284,23 +284,17 @@ public final class DefaultRelay implements Relay {
         log.warn("relay {} was interrupted while running, not by close(); carrying on", config.owner());
       } catch (SimulatedCrash crash) {
         throw crash;
-      } catch (SQLException | RuntimeException e) {
+      } catch (Throwable e) {
         if (state.get() != State.RUNNING) {
           break;
         }
-        log.warn("relay {} cycle failed, retrying in {} ms: {}", config.owner(), errorBackoffMillis, e.toString());
-        notify(() -> listener.failed(e));
-        forgetProgress();
-        try {
-          Thread.sleep(errorBackoffMillis);
-        } catch (InterruptedException ie) {
-          Thread.currentThread().interrupt();
-          break;
+        if (e instanceof SQLException || e instanceof JedisException) {
+          // The environment (a database or Redis failure): one line per retry, not a stack trace each time.
+          log.warn("relay {} cycle failed, retrying in {} ms: {}", config.owner(), errorBackoffMillis, e.toString());
+        } else {
+          // A bug or an Error must not end the relay silently while it still says RUNNING: the whole trace.
+          log.error("relay {} cycle failed unexpectedly, retrying in {} ms", config.owner(), errorBackoffMillis, e);
         }
-        errorBackoffMillis = Math.min(config.idlePollInterval().toMillis() * 5, errorBackoffMillis * 2);
-      } catch (Throwable e) {
-        // An Error (a bug, a stack overflow, memory) must not end the relay silently while it still says RUNNING.
-        log.error("relay {} cycle failed unexpectedly, retrying in {} ms", config.owner(), errorBackoffMillis, e);
         notify(() -> listener.failed(e));
         forgetProgress();
         if (!pauseAfterFailure(errorBackoffMillis)) {
