@@ -1,10 +1,10 @@
 package dev.handoff.ledger;
 
+import dev.handoff.consumer.ConsumerBuilder;
 import dev.handoff.consumer.ConsumerListener;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.FailureIsolation;
 import dev.handoff.consumer.HandoffConsumer;
-import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.InboxRetention;
 import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.ListConsumerBuilder;
@@ -18,7 +18,6 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
-import java.util.UUID;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -73,56 +72,50 @@ public final class LedgerConsumer implements AutoCloseable {
     Duration maxBackoff = b.maxBackoff.compareTo(b.minIdle) > 0 ? b.minIdle : b.maxBackoff;
     Duration initialBackoff = b.initialBackoff.compareTo(maxBackoff) > 0 ? maxBackoff : b.initialBackoff;
     this.transport = b.transport;
-    ConsumerListener listener = extra == null ? counters : new Both(counters, extra);
+    ConsumerListener listener = extra == null ? counters : new ListenerPair(counters, extra);
     if (b.transport == Transport.LIST) {
-      ListConsumerBuilder builder = ListConsumer.builder(b.dataSource, b.redis)
-          .redisConfig(b.redisConfig)
-          .schema(b.schema)
-          .keyPrefix(b.keyPrefix)
-          .topic(b.topic)
-          .group(b.group)
-          .batchHandler(ledger::charge)
-          .failureIsolation(FailureIsolation.OPTIMISTIC_BATCH)
-          .workers(b.workers)
-          .batchSize(b.batchSize)
-          .block(b.block)
+      ListConsumerBuilder builder = withLedgerSettings(ListConsumer.builder(b.dataSource, b.redis), b, ledger, listener)
           .heartbeatTtl(b.minIdle)
           .reapInterval(b.reclaimInterval)
           .maxDeliveries(b.maxDeliveries)
-          .backoff(initialBackoff, maxBackoff)
-          .inboxRetention(b.inboxRetention)
-          .listener(listener)
-          .faults(b.faults);
+          .backoff(initialBackoff, maxBackoff);
       if (b.consumerName != null) {
         builder.consumerName(b.consumerName);
       }
       this.listConsumer = builder.build();
       this.consumer = null;
     } else {
-      StreamConsumerBuilder builder = StreamConsumer.builder(b.dataSource, b.redis)
-          .redisConfig(b.redisConfig)
-          .schema(b.schema)
-          .keyPrefix(b.keyPrefix)
-          .topic(b.topic)
-          .group(b.group)
-          .batchHandler(ledger::charge)
-          .failureIsolation(FailureIsolation.OPTIMISTIC_BATCH)
-          .workers(b.workers)
-          .batchSize(b.batchSize)
-          .block(b.block)
+      StreamConsumerBuilder builder = withLedgerSettings(StreamConsumer.builder(b.dataSource, b.redis), b, ledger,
+          listener)
           .minIdle(b.minIdle)
           .reclaimInterval(b.reclaimInterval)
           .maxDeliveries(b.maxDeliveries)
-          .backoff(initialBackoff, maxBackoff)
-          .inboxRetention(b.inboxRetention)
-          .listener(listener)
-          .faults(b.faults);
+          .backoff(initialBackoff, maxBackoff);
       if (b.consumerName != null) {
         builder.consumerName(b.consumerName);
       }
       this.consumer = builder.build();
       this.listConsumer = null;
     }
+  }
+
+  /** The settings both transports' builders take alike. */
+  private static <B extends ConsumerBuilder<B>> B withLedgerSettings(B builder, Builder b, Ledger ledger,
+      ConsumerListener listener) {
+    return builder
+        .redisConfig(b.redisConfig)
+        .schema(b.schema)
+        .keyPrefix(b.keyPrefix)
+        .topic(b.topic)
+        .group(b.group)
+        .batchHandler(ledger::charge)
+        .failureIsolation(FailureIsolation.OPTIMISTIC_BATCH)
+        .workers(b.workers)
+        .batchSize(b.batchSize)
+        .block(b.block)
+        .inboxRetention(b.inboxRetention)
+        .listener(listener)
+        .faults(b.faults);
   }
 
   public static Builder builder(DataSource dataSource, HostAndPort redis) {
@@ -362,63 +355,6 @@ public final class LedgerConsumer implements AutoCloseable {
 
     public LedgerConsumer build() {
       return new LedgerConsumer(this);
-    }
-  }
-
-  /** Two listeners in a row. */
-  private record Both(ConsumerListener first, ConsumerListener second) implements ConsumerListener {
-    @Override
-    public void handled(InboundMessage m) {
-      first.handled(m);
-      second.handled(m);
-    }
-
-    @Override
-    public void duplicate(InboundMessage m) {
-      first.duplicate(m);
-      second.duplicate(m);
-    }
-
-    @Override
-    public void failed(InboundMessage m, Throwable error, Duration backoff) {
-      first.failed(m, error, backoff);
-      second.failed(m, error, backoff);
-    }
-
-    @Override
-    public void deadLettered(String streamKey, String streamId, UUID messageId, String error) {
-      first.deadLettered(streamKey, streamId, messageId, error);
-      second.deadLettered(streamKey, streamId, messageId, error);
-    }
-
-    @Override
-    public void reclaimed(String streamKey, int count) {
-      first.reclaimed(streamKey, count);
-      second.reclaimed(streamKey, count);
-    }
-
-    @Override
-    public void lost(String streamKey, String streamId) {
-      first.lost(streamKey, streamId);
-      second.lost(streamKey, streamId);
-    }
-
-    @Override
-    public void leaseLost(String streamKey, String streamId) {
-      first.leaseLost(streamKey, streamId);
-      second.leaseLost(streamKey, streamId);
-    }
-
-    @Override
-    public void groupRecreated(String streamKey) {
-      first.groupRecreated(streamKey);
-      second.groupRecreated(streamKey);
-    }
-
-    @Override
-    public void batchCommitted(int size, Duration elapsed) {
-      first.batchCommitted(size, elapsed);
-      second.batchCommitted(size, elapsed);
     }
   }
 }
