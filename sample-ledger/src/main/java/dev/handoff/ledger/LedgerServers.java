@@ -1,0 +1,53 @@
+package dev.handoff.ledger;
+
+import dev.handoff.consumer.ConsumerBuilder;
+import dev.handoff.consumer.ListConsumer;
+import dev.handoff.consumer.ListConsumerBuilder;
+import dev.handoff.consumer.StreamConsumer;
+import dev.handoff.consumer.StreamConsumerBuilder;
+import dev.handoff.outbox.TopicConfig;
+import javax.sql.DataSource;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.JedisClientConfig;
+import redis.clients.jedis.UnifiedJedis;
+
+/**
+ * The PostgreSQL and Redis the demo, the benchmark, the soak and {@code status} run against.
+ *
+ * @param redis the client for the sample's own Redis commands
+ * @param redisServer where handoff's consumers open their own connections, with {@code redisConfig}
+ */
+public record LedgerServers(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer,
+    JedisClientConfig redisConfig) {
+
+  /** A ledger consumer's builder, logged in to this Redis. */
+  public LedgerConsumer.Builder ledgerConsumer() {
+    return LedgerConsumer.builder(dataSource, redisServer).redisConfig(redisConfig);
+  }
+
+  /**
+   * A stream consumer of {@code group} that is only asked for its status: never started, so it reads nothing and
+   * handles nothing.
+   */
+  public StreamConsumerBuilder streamProbe(String schema, String keyPrefix, TopicConfig topic, String group) {
+    return probe(StreamConsumer.builder(dataSource, redisServer), schema, keyPrefix, topic, group);
+  }
+
+  /** As {@link #streamProbe}, on the list transport: never started, so no heartbeat, no registration. */
+  public ListConsumerBuilder listProbe(String schema, String keyPrefix, TopicConfig topic, String group) {
+    return probe(ListConsumer.builder(dataSource, redisServer), schema, keyPrefix, topic, group);
+  }
+
+  private <B extends ConsumerBuilder<B>> B probe(B builder, String schema, String keyPrefix, TopicConfig topic,
+      String group) {
+    return builder
+        .redisConfig(redisConfig)
+        .schema(schema)
+        .keyPrefix(keyPrefix)
+        .topic(topic)
+        .group(group)
+        .batchHandler((tx, messages) -> {
+          throw new IllegalStateException("a probe never handles messages");
+        });
+  }
+}
