@@ -7,27 +7,25 @@ import dev.handoff.ledger.LedgerAudit;
 import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.LedgerMigrations;
+import dev.handoff.ledger.LedgerServers;
 import dev.handoff.ledger.Payment;
+import dev.handoff.ledger.PaymentEvents;
 import dev.handoff.ledger.PaymentService;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.migrations.SchemaNames;
 import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.RetentionReport;
+import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
 import java.io.PrintWriter;
-import java.sql.Connection;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicLongArray;
-import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
@@ -70,7 +68,7 @@ public final class Soak {
     }
 
     TopicConfig topic() {
-      return TopicConfig.of(dev.handoff.ledger.PaymentEvents.TOPIC).withShards(shards);
+      return TopicConfig.of(PaymentEvents.TOPIC).withShards(shards);
     }
   }
 
@@ -99,32 +97,27 @@ public final class Soak {
     }
   }
 
-  private final DataSource dataSource;
-  private final RedisClient redis;
-  private final HostAndPort redisServer;
-  private final JedisClientConfig redisConfig;
+  private final LedgerServers servers;
   private final Config config;
   private final PrintWriter out;
 
-  private Soak(DataSource dataSource, RedisClient redis, HostAndPort redisServer, JedisClientConfig redisConfig,
-      Config config, PrintWriter out) {
-    this.dataSource = dataSource;
-    this.redis = redis;
-    this.redisServer = redisServer;
-    this.redisConfig = redisConfig;
+  private Soak(LedgerServers servers, Config config, PrintWriter out) {
+    this.servers = servers;
     this.config = config;
     this.out = out;
   }
 
   public static Result run(DataSource dataSource, RedisClient redis, HostAndPort redisServer,
       JedisClientConfig redisConfig, Config config, String servers, PrintWriter out) {
-    return new Soak(dataSource, redis, redisServer, redisConfig, config, out).run(servers);
+    return new Soak(new LedgerServers(dataSource, redis, redisServer, redisConfig), config, out).run(servers);
   }
 
-  private Result run(String servers) {
-    Environment env = Environment.probe(dataSource, redis, servers);
+  private Result run(String described) {
+    DataSource dataSource = servers.dataSource();
+    Environment env = Environment.probe(dataSource, servers.redis(), described);
     String schema = config.schema();
-    requireFresh(schema);
+    SoakSampler sampler = new SoakSampler(dataSource, servers.redis(), config);
+    sampler.requireFresh();
     HandoffMigrations.migrate(dataSource, schema);
     LedgerMigrations.migrate(dataSource, schema);
     out.printf("soak: %,.0f payments/s for %ds; outbox retention %ds, dedup window %ds; PostgreSQL fsync=%s,"
@@ -140,18 +133,18 @@ public final class Soak {
     AtomicLong charged = new AtomicLong();
     AtomicLong outboxPurged = new AtomicLong();
     AtomicLong trimmed = new AtomicLong();
-    Relay relay = Relay.builder(dataSource, redis).schema(schema).keyPrefix(config.keyPrefix())
+    Relay relay = Relay.builder(dataSource, servers.redis()).schema(schema).keyPrefix(config.keyPrefix())
         .topic(config.topic()).owner("soak-relay")
         .outboxRetention(config.outboxRetention())
         .maintenanceInterval(Duration.ofSeconds(10))
-        .listener(new dev.handoff.outbox.RelayListener() {
+        .listener(new RelayListener() {
           @Override
           public void maintained(RetentionReport report) {
             outboxPurged.addAndGet(report.purged());
           }
 
           @Override
-          public void trimmed(dev.handoff.outbox.ShardId shard, String minId, long evicted) {
+          public void trimmed(ShardId shard, String minId, long evicted) {
             trimmed.addAndGet(evicted);
           }
         })
@@ -160,9 +153,9 @@ public final class Soak {
         .withDedupWindow(config.dedupWindow()).withPurgeInterval(Duration.ofSeconds(10));
     List<LedgerConsumer> consumers = new ArrayList<>();
     for (int i = 0; i < 2; i++) {
-      consumers.add(LedgerConsumer.builder(dataSource, redisServer).redisConfig(redisConfig).schema(schema)
-          .keyPrefix(config.keyPrefix()).topic(config.topic()).consumerName("soak-" + i).workers(config.workers())
-          .batchSize(config.batch()).block(Duration.ofMillis(500)).persistStats(false).inboxRetention(inbox)
+      consumers.add(servers.ledgerConsumer().schema(schema).keyPrefix(config.keyPrefix()).topic(config.topic())
+          .consumerName("soak-" + i).workers(config.workers()).batchSize(config.batch()).block(Duration.ofMillis(500))
+          .persistStats(false).inboxRetention(inbox)
           .listener(new ConsumerListener() {
             @Override
             public void handled(InboundMessage m) {
@@ -179,238 +172,61 @@ public final class Soak {
 
     long origin = System.nanoTime();
     long end = origin + config.duration().toNanos();
-    PaymentService service = new PaymentService(dataSource, schema, config.topic());
-    AtomicReference<Throwable> failure = new AtomicReference<>();
-    AtomicLong next = new AtomicLong();
-    List<Thread> producers = new ArrayList<>();
-    double perProducer = config.rate() / config.producers();
-    int pb = config.producerBatch();
-    for (int p = 0; p < config.producers(); p++) {
-      producers.add(new Thread(() -> {
-        try {
-          for (long k = 0; ; k++) {
-            long due = origin + (long) (k * pb / perProducer * 1e9);
-            long wait = due - System.nanoTime();
-            if (wait > 0) {
-              Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
-            }
-            if (System.nanoTime() >= end) {
-              return;
-            }
-            long base = next.getAndAdd(pb);
-            List<Payment> batch = new ArrayList<>(pb);
-            for (int i = 0; i < pb; i++) {
-              batch.add(new Payment("soak-" + (base + i), "acct-" + ((base + i) % 1000), 100, false));
-            }
-            service.payAll(batch);
-            long now = System.nanoTime();
-            batch.forEach(b -> committedAt.put(b.paymentId(), now));
-            paid.addAndGet(pb);
-          }
-        } catch (Throwable e) {
-          failure.compareAndSet(null, e);
-        }
-      }, "soak-producer-" + p));
-    }
-    producers.forEach(Thread::start);
+    PacedProducers producers = new PacedProducers("soak-producer-", config.producers(), config.producerBatch(),
+        config.rate());
+    producers.start(origin, end, new PaymentService(dataSource, schema, config.topic()), Soak::payments,
+        (base, batch, now) -> {
+          batch.forEach(b -> committedAt.put(b.paymentId(), now));
+          paid.addAndGet(batch.size());
+        });
 
     List<Sample> samples = new ArrayList<>();
     long every = config.sampleEvery().toNanos();
     for (long at = origin + every; at <= end + every / 2; at += every) {
-      Bench.pause((at - System.nanoTime()) / 1_000_000);
-      Sample s = sample(schema, origin, paid.get(), charged.get(), latencies);
+      BenchThreads.pause((at - System.nanoTime()) / 1_000_000);
+      Sample s = sampler.sample(origin, paid.get(), charged.get(), latencies);
       samples.add(s);
       out.printf("  %5.0fs  paid %,9d  charged %,9d  streams %,7d  redis %,6.1f MB  outbox %,8d (past retention"
               + " %,6d)  inbox %,8d  heap %,5d MB  p99 %,7.1f ms%n", s.t(), s.paid(), s.charged(), s.streamLength(),
           s.redisUsedMemory() / 1e6, s.outboxRows(), s.pastRetention(), s.inboxRows(), s.heapAfterGc() >> 20,
           s.p99Ms());
       out.flush();
-      if (failure.get() != null) {
+      if (producers.failure() != null) {
         break;
       }
     }
-    Bench.joinAll(producers);
+    producers.join();
     long stopped = System.nanoTime();
     long deadline = stopped + Duration.ofSeconds(120).toNanos();
-    while (failure.get() == null && charged.get() < paid.get() && System.nanoTime() < deadline) {
-      Bench.pause(20);
+    while (producers.failure() == null && charged.get() < paid.get() && System.nanoTime() < deadline) {
+      BenchThreads.pause(20);
     }
     double drainSeconds = (System.nanoTime() - stopped) / 1e9;
     for (LedgerConsumer c : consumers) {
       c.close(Duration.ofSeconds(10));
     }
     relay.close(Duration.ofSeconds(5));
-    if (failure.get() != null) {
-      throw new LedgerException("soak producer failed: " + failure.get(), failure.get());
+    if (producers.failure() != null) {
+      throw new LedgerException("soak producer failed: " + producers.failure(), producers.failure());
     }
     LedgerAudit.Result audit = LedgerAudit.audit(dataSource, schema, LedgerConsumer.DEFAULT_GROUP);
     double half = config.duration().toNanos() / 2e9;
     List<Trend> trends = List.of(
-        trend("stream length (entries)", samples, half, Sample::streamLength, 2_000),
-        trend("Redis used_memory (bytes)", samples, half, Sample::redisUsedMemory, 2_000_000),
-        trend("outbox rows", samples, half, Sample::outboxRows, 2_000),
-        trend("inbox rows", samples, half, Sample::inboxRows, 2_000),
-        trend("heap after GC (bytes)", samples, half, Sample::heapAfterGc, 16_000_000));
+        Trends.fit("stream length (entries)", samples, half, Sample::streamLength, 2_000),
+        Trends.fit("Redis used_memory (bytes)", samples, half, Sample::redisUsedMemory, 2_000_000),
+        Trends.fit("outbox rows", samples, half, Sample::outboxRows, 2_000),
+        Trends.fit("inbox rows", samples, half, Sample::inboxRows, 2_000),
+        Trends.fit("heap after GC (bytes)", samples, half, Sample::heapAfterGc, 16_000_000));
     return new Result(config, env, samples, trends, latencies.p99Ms(0, half), latencies.p99Ms(half,
         Double.MAX_VALUE), paid.get(), charged.get(), audit, outboxPurged.get(), trimmed.get(), drainSeconds);
   }
 
-  /**
-   * The least-squares line through the samples of the second half; flat when the change it makes over that half is
-   * within 10% of the half's mean or within {@code floor} (noise at small values).
-   */
-  static Trend trend(String metric, List<Sample> samples, double halfSeconds,
-      java.util.function.ToLongFunction<Sample> value, double floor) {
-    double firstSum = 0;
-    int firstN = 0;
-    double sx = 0;
-    double sy = 0;
-    double sxx = 0;
-    double sxy = 0;
-    int n = 0;
-    for (Sample s : samples) {
-      double y = value.applyAsLong(s);
-      if (s.t() < halfSeconds) {
-        firstSum += y;
-        firstN++;
-      } else {
-        double x = s.t() / 60;
-        sx += x;
-        sy += y;
-        sxx += x * x;
-        sxy += x * y;
-        n++;
-      }
+  /** The soak's payments: 1.00 each, over 1,000 accounts. */
+  private static List<Payment> payments(long base, int count) {
+    List<Payment> batch = new ArrayList<>(count);
+    for (int i = 0; i < count; i++) {
+      batch.add(new Payment("soak-" + (base + i), "acct-" + ((base + i) % 1000), 100, false));
     }
-    double slope = n < 2 ? 0 : (n * sxy - sx * sy) / (n * sxx - sx * sx);
-    double mean = n == 0 ? 0 : sy / n;
-    double change = slope * halfSeconds / 60;
-    boolean flat = n >= 2 && Math.abs(change) <= Math.max(0.10 * mean, floor);
-    return new Trend(metric, firstN == 0 ? 0 : firstSum / firstN, mean, slope, change, flat);
-  }
-
-  private Sample sample(String schema, long origin, long paid, long charged, Latencies latencies) {
-    long streams = 0;
-    for (int shard = 0; shard < config.shards(); shard++) {
-      streams += redis.xlen(StreamFormat.streamKey(config.keyPrefix(), dev.handoff.ledger.PaymentEvents.TOPIC,
-          shard));
-    }
-    long usedMemory = -1;
-    for (String line : redis.info("memory").split("\r?\n")) {
-      if (line.startsWith("used_memory:")) {
-        usedMemory = Long.parseLong(line.substring("used_memory:".length()).strip());
-      }
-    }
-    double t = (System.nanoTime() - origin) / 1e9;
-    long[] window = latencies.roll(t);
-    try (Connection c = dataSource.getConnection(); Statement st = c.createStatement()) {
-      long outbox = one(st, "SELECT count(*) FROM " + schema + ".outbox");
-      long past = one(st, "SELECT count(*) FROM " + schema + ".outbox WHERE published_at < now() - make_interval(secs"
-          + " => " + config.outboxRetention().toSeconds() + ")");
-      long inbox = one(st, "SELECT count(*) FROM " + schema + ".inbox");
-      return new Sample(t, paid, charged, streams, usedMemory, outbox, past, inbox, Bench.heapAfterLastGc(),
-          Latencies.p99Ms(window), Latencies.count(window));
-    } catch (SQLException e) {
-      throw new LedgerException("soak: could not sample the database: " + e.getMessage(), e);
-    }
-  }
-
-  /**
-   * Commit-to-charge latencies in log-spaced buckets (10% wide, 0.1 ms to 10 min), one set per sampling window, so
-   * that memory stays flat however long the soak runs.
-   */
-  static final class Latencies {
-    private static final int BUCKETS = 170;
-    private static final double BASE_MS = 0.1;
-    private static final double RATIO = 1.1;
-    private final List<double[]> windowTimes = new ArrayList<>();
-    private final List<long[]> windows = new ArrayList<>();
-    private volatile AtomicLongArray current = new AtomicLongArray(BUCKETS);
-
-    void record(long nanos) {
-      double ms = nanos / 1e6;
-      int b = ms <= BASE_MS ? 0 : (int) Math.min(BUCKETS - 1, Math.ceil(Math.log(ms / BASE_MS) / Math.log(RATIO)));
-      current.incrementAndGet(b);
-    }
-
-    /** Closes the current window at {@code t} seconds; returns its counts. */
-    synchronized long[] roll(double t) {
-      AtomicLongArray done = current;
-      current = new AtomicLongArray(BUCKETS);
-      long[] counts = new long[BUCKETS];
-      for (int i = 0; i < BUCKETS; i++) {
-        counts[i] = done.get(i);
-      }
-      windows.add(counts);
-      windowTimes.add(new double[] {t});
-      return counts;
-    }
-
-    /** The p99 of the windows that closed in {@code [from, to)} seconds. */
-    synchronized double p99Ms(double from, double to) {
-      long[] merged = new long[BUCKETS];
-      for (int w = 0; w < windows.size(); w++) {
-        double t = windowTimes.get(w)[0];
-        if (t >= from && t < to) {
-          for (int i = 0; i < BUCKETS; i++) {
-            merged[i] += windows.get(w)[i];
-          }
-        }
-      }
-      return p99Ms(merged);
-    }
-
-    static long count(long[] counts) {
-      long n = 0;
-      for (long c : counts) {
-        n += c;
-      }
-      return n;
-    }
-
-    /** The upper edge of the bucket that holds the 99th percentile. */
-    static double p99Ms(long[] counts) {
-      long n = count(counts);
-      if (n == 0) {
-        return 0;
-      }
-      long rank = (long) Math.ceil(n * 0.99);
-      long seen = 0;
-      for (int i = 0; i < counts.length; i++) {
-        seen += counts[i];
-        if (seen >= rank) {
-          return BASE_MS * Math.pow(RATIO, i);
-        }
-      }
-      return BASE_MS * Math.pow(RATIO, counts.length - 1);
-    }
-  }
-
-  private void requireFresh(String schema) {
-    try (Connection c = dataSource.getConnection(); Statement st = c.createStatement();
-        ResultSet rs = st.executeQuery("SELECT count(*) FROM information_schema.tables WHERE table_schema = '"
-            + schema + "' AND table_name = 'payment'")) {
-      rs.next();
-      if (rs.getLong(1) > 0 && one(st, "SELECT count(*) FROM " + schema + ".payment") > 0) {
-        throw new LedgerException("--schema '" + schema + "' already holds payments; the soak needs a schema of its"
-            + " own (drop it, or pass another --schema)");
-      }
-    } catch (SQLException e) {
-      throw new LedgerException("soak: could not inspect schema '" + schema + "': " + e.getMessage(), e);
-    }
-    for (int shard = 0; shard < config.shards(); shard++) {
-      String key = StreamFormat.streamKey(config.keyPrefix(), dev.handoff.ledger.PaymentEvents.TOPIC, shard);
-      if (redis.exists(key)) {
-        throw new LedgerException("--key-prefix '" + config.keyPrefix() + "': stream " + key + " exists already;"
-            + " the soak needs a key prefix of its own");
-      }
-    }
-  }
-
-  private static long one(Statement st, String sql) throws SQLException {
-    try (ResultSet rs = st.executeQuery(sql)) {
-      rs.next();
-      return rs.getLong(1);
-    }
+    return batch;
   }
 }
