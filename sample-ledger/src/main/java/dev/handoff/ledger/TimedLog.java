@@ -28,9 +28,4 @@ public final class TimedLog {
   public synchronized void printf(String format, Object... args) {
     out.printf(format, args);
   }
-
-  /** The writer underneath. */
-  public PrintWriter out() {
-    return out;
-  }
 }

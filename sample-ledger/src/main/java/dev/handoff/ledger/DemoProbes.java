@@ -1,0 +1,53 @@
+package dev.handoff.ledger;
+
+import dev.handoff.consumer.ConsumerStatus;
+import dev.handoff.consumer.ListConsumer;
+import dev.handoff.consumer.ListStatus;
+import dev.handoff.consumer.StreamConsumer;
+
+/**
+ * Whether the demo's consumers have finished: never-started consumers of the ledger's group and the naive group
+ * (on lists, of the ledger's group only), asked for their status.
+ */
+final class DemoProbes implements AutoCloseable {
+
+  private final StreamConsumer ledger;
+  private final StreamConsumer naive;
+  private final ListConsumer lists;
+
+  DemoProbes(LedgerServers servers, Demo.Config config) {
+    String schema = config.schema();
+    String prefix = config.keyPrefix();
+    boolean onLists = config.lists();
+    this.ledger = onLists ? null
+        : servers.streamProbe(schema, prefix, PaymentEvents.TOPIC_CONFIG, LedgerConsumer.DEFAULT_GROUP).build();
+    this.naive = onLists ? null
+        : servers.streamProbe(schema, prefix, PaymentEvents.TOPIC_CONFIG, NaiveConsumer.DEFAULT_GROUP).build();
+    this.lists = onLists
+        ? servers.listProbe(schema, prefix, PaymentEvents.TOPIC_CONFIG, LedgerConsumer.DEFAULT_GROUP).build() : null;
+  }
+
+  /** Nothing left to deliver or in flight, and the dead letters are the poison payment's one (none for naive). */
+  boolean drained() {
+    return drained(ledger, lists, 1) && (naive == null || drained(naive, null, 0));
+  }
+
+  private static boolean drained(StreamConsumer probe, ListConsumer listProbe, long deadLetters) {
+    if (listProbe != null) {
+      ListStatus s = listProbe.status();
+      return s.drained() && s.deadLetters() == deadLetters;
+    }
+    ConsumerStatus s = probe.status();
+    return s.drained() && s.deadLetters() == deadLetters && s.streams().stream().allMatch(x -> x.groupExists());
+  }
+
+  @Override
+  public void close() {
+    if (lists == null) {
+      ledger.close();
+      naive.close();
+    } else {
+      lists.close();
+    }
+  }
+}
