@@ -54,9 +54,7 @@ final class StatusJson {
       x.put("backlog", st.backlog());
       x.put("pending", st.pending());
       x.put("dead_letters", st.deadLetters());
-      x.put("deliveries", g.countersRecorded() ? g.deliveries() : null);
-      x.put("duplicates_skipped", g.countersRecorded() ? g.duplicatesSkipped() : null);
-      x.put("reclaimed", g.countersRecorded() ? g.reclaimed() : null);
+      putCounters(x, g.countersRecorded(), g.deliveries(), g.duplicatesSkipped(), g.reclaimed());
       List<Object> per = new ArrayList<>();
       for (ConsumerStatus.StreamStatus ss : st.streams()) {
         Map<String, Object> y = new LinkedHashMap<>();
@@ -90,9 +88,7 @@ final class StatusJson {
     x.put("in_processing", st.inProcessing());
     x.put("outbox_backlog", st.outboxBacklog());
     x.put("dead_letters", st.deadLetters());
-    x.put("deliveries", lists.countersRecorded() ? lists.deliveries() : null);
-    x.put("duplicates_skipped", lists.countersRecorded() ? lists.duplicatesSkipped() : null);
-    x.put("reclaimed", lists.countersRecorded() ? lists.reclaimed() : null);
+    putCounters(x, lists.countersRecorded(), lists.deliveries(), lists.duplicatesSkipped(), lists.reclaimed());
     List<Object> per = new ArrayList<>();
     for (int i = 0; i < st.shards().size(); i++) {
       ListStatus.ShardStatus ss = st.shards().get(i);
@@ -120,5 +116,13 @@ final class StatusJson {
     }
     x.put("shards", per);
     return x;
+  }
+
+  /** The ledger consumers' counters of a group, {@code null} each if none were recorded. */
+  private static void putCounters(Map<String, Object> x, boolean recorded, long deliveries, long duplicatesSkipped,
+      long reclaimed) {
+    x.put("deliveries", recorded ? deliveries : null);
+    x.put("duplicates_skipped", recorded ? duplicatesSkipped : null);
+    x.put("reclaimed", recorded ? reclaimed : null);
   }
 }

@@ -128,19 +128,7 @@ public final class Bench {
   static final double[] BUCKETS_MS = {1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000, 2000,
       5000, 10_000, Double.MAX_VALUE};
 
-  private final LedgerServers servers;
-  private final Config config;
-  private final BenchFixtures fixtures;
-  private final TimedLog log;
-  private final EndToEnd endToEnd;
-
-  private Bench(LedgerServers servers, Config config, TimedLog log) {
-    this.servers = servers;
-    this.config = config;
-    this.fixtures = new BenchFixtures(servers.dataSource(), servers.redis(), config);
-    this.log = log;
-    this.endToEnd = new EndToEnd(servers, config, log);
-  }
+  private Bench() {}
 
   /**
    * Runs the benchmark. The main schema and key prefix must hold no payments and no streams yet; the auxiliary ones
@@ -148,16 +136,16 @@ public final class Bench {
    * prefix) belong to the benchmark: they are dropped before use and, unless {@code keep}, after.
    */
   public static Result run(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer,
-      JedisClientConfig redisConfig, Config config, String servers, PrintWriter out) {
-    return new Bench(new LedgerServers(dataSource, redis, redisServer, redisConfig), config, new TimedLog(out, 7))
-        .run(servers);
-  }
+      JedisClientConfig redisConfig, Config config, String described, PrintWriter out) {
+    TimedLog log = new TimedLog(out, 7);
+    LedgerServers servers = new LedgerServers(dataSource, redis, redisServer, redisConfig);
+    BenchFixtures fixtures = new BenchFixtures(dataSource, redis, config);
+    EndToEnd endToEnd = new EndToEnd(servers, config, log);
 
-  private Result run(String described) {
-    Environment env = Environment.probe(servers.dataSource(), servers.redis(), described);
+    Environment env = Environment.probe(dataSource, redis, described);
     log.event("%s", env.oneLine());
     fixtures.requireFresh(config.schema(), config.keyPrefix());
-    LedgerMigrations.migrate(servers.dataSource(), config.schema());
+    LedgerMigrations.migrate(dataSource, config.schema());
     fixtures.seedHistory(config.schema(), false);
 
     Parts parts = new Components(servers, config, fixtures, log).measure();
@@ -175,12 +163,16 @@ public final class Bench {
     Run retained = null;
     double insertSeconds = 0;
     if (config.retained() > 0) {
-      empty = inAux("empty", BenchFixtures.History.WITHOUT_OUTBOX_ROWS, (schema, prefix) -> endToEnd.run(
+      empty = inAux(fixtures, "empty", BenchFixtures.History.WITHOUT_OUTBOX_ROWS, (schema, prefix) -> endToEnd.run(
           new EndToEnd.Spec("flat out, empty outbox", schema, prefix, "e-", 0, 0, true)));
       String schema = fixtures.aux("retained");
       String prefix = fixtures.auxPrefix("retained");
       fixtures.prepareAux(schema, prefix, BenchFixtures.History.WITHOUT_OUTBOX_ROWS);
-      insertSeconds = retain(schema);
+      long t = System.nanoTime();
+      fixtures.retain(schema, config.retained());
+      insertSeconds = (System.nanoTime() - t) / 1e9;
+      log.event("inserted %,d published rows into %s.outbox in %.1fs (INSERT ... SELECT generate_series, VACUUM"
+          + " ANALYZE)", config.retained(), schema, insertSeconds);
       retained = endToEnd.run(new EndToEnd.Spec(String.format("flat out, %,d rows retained", config.retained()),
           schema, prefix, "k-", 0, 0, true));
       fixtures.cleanUp(schema, prefix);
@@ -189,7 +181,7 @@ public final class Bench {
     Run overload = null;
     if (config.overload()) {
       double rate = config.overloadRate();
-      overload = inAux("overload", BenchFixtures.History.FULL, (schema, prefix) -> endToEnd.run(
+      overload = inAux(fixtures, "overload", BenchFixtures.History.FULL, (schema, prefix) -> endToEnd.run(
           new EndToEnd.Spec(String.format("overload: producers %,.0f/s, consumers limited to %,.0f/s", rate,
               rate / 10), schema, prefix, "o-", rate, rate / 10, false)));
     }
@@ -201,22 +193,12 @@ public final class Bench {
   }
 
   /** A run in the auxiliary schema and key prefix named by {@code suffix}, prepared with {@code history}. */
-  private Run inAux(String suffix, BenchFixtures.History history, AuxRun body) {
+  private static Run inAux(BenchFixtures fixtures, String suffix, BenchFixtures.History history, AuxRun body) {
     String schema = fixtures.aux(suffix);
     String prefix = fixtures.auxPrefix(suffix);
     fixtures.prepareAux(schema, prefix, history);
     Run run = body.run(schema, prefix);
     fixtures.cleanUp(schema, prefix);
     return run;
-  }
-
-  /** Fills {@code schema}'s outbox with {@code retained} published rows; returns the seconds it took. */
-  private double retain(String schema) {
-    long t = System.nanoTime();
-    fixtures.retain(schema, config.retained());
-    double seconds = (System.nanoTime() - t) / 1e9;
-    log.event("inserted %,d published rows into %s.outbox in %.1fs (INSERT ... SELECT generate_series, VACUUM"
-        + " ANALYZE)", config.retained(), schema, seconds);
-    return seconds;
   }
 }

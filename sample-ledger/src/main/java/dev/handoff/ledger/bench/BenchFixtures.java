@@ -20,25 +20,14 @@ import redis.clients.jedis.resps.ScanResult;
  * ({@code <schema>_<suffix>}, {@code <prefix>-<suffix>}), which belong to the benchmark; and the rows they start
  * with.
  */
-final class BenchFixtures {
+record BenchFixtures(DataSource dataSource, UnifiedJedis redis, Bench.Config config) {
 
   /** What a schema holds before a run: see {@link #seedHistory}. */
   enum History { NONE, WITHOUT_OUTBOX_ROWS, FULL }
 
-  private final DataSource dataSource;
-  private final UnifiedJedis redis;
-  private final Sql sql;
-  private final Bench.Config config;
-
-  BenchFixtures(DataSource dataSource, UnifiedJedis redis, Bench.Config config) {
-    this.dataSource = dataSource;
-    this.redis = redis;
-    this.sql = new Sql(dataSource, "benchmark");
-    this.config = config;
-  }
-
+  /** The benchmark's statements, on a connection of their own each. */
   Sql sql() {
-    return sql;
+    return new Sql(dataSource, "benchmark");
   }
 
   /** The auxiliary schema {@code <schema>_<suffix>}. */
@@ -58,7 +47,7 @@ final class BenchFixtures {
       ps.setString(1, schema + ".payment");
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
-        if (rs.getBoolean(1) && sql.queryLong("SELECT count(*) FROM " + schema + ".payment") > 0) {
+        if (rs.getBoolean(1) && sql().queryLong("SELECT count(*) FROM " + schema + ".payment") > 0) {
           throw new LedgerException("schema '" + schema + "' already holds payments; the benchmark needs a fresh one"
               + " (pass another --schema)");
         }
@@ -77,7 +66,7 @@ final class BenchFixtures {
 
   /** Drops an auxiliary schema and its keys, migrates it anew and seeds it with {@code history}. */
   void prepareAux(String schema, String prefix, History history) {
-    sql.exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+    sql().exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
     deleteKeys(prefix + ":*");
     LedgerMigrations.migrate(dataSource, schema);
     if (history != History.NONE) {
@@ -96,9 +85,9 @@ final class BenchFixtures {
    */
   void seedHistory(String schema, boolean emptyOutbox) {
     String ids = " FROM generate_series(1, " + Bench.HISTORY + ") i";
-    sql.exec("INSERT INTO " + schema + ".payment (payment_id, account, amount_cents, created_at)"
+    sql().exec("INSERT INTO " + schema + ".payment (payment_id, account, amount_cents, created_at)"
         + " SELECT 'history-' || i, 'acct-' || (i % 1000 + 1), 1250, now() - interval '1 day'" + ids);
-    sql.exec("WITH h AS (SELECT 'history-' || i AS payment_id, gen_random_uuid() AS message_id" + ids + "),"
+    sql().exec("WITH h AS (SELECT 'history-' || i AS payment_id, gen_random_uuid() AS message_id" + ids + "),"
         + " m AS (INSERT INTO " + schema + ".inbox (consumer_group, message_id, stream_id, processed_at)"
         + " SELECT '" + LedgerConsumer.DEFAULT_GROUP + "', message_id, NULL, now() - interval '1 day' FROM h)"
         + " INSERT INTO " + schema + ".charge (ledger, payment_id, message_id, amount_cents, charged_at)"
@@ -108,25 +97,25 @@ final class BenchFixtures {
       // Published an hour ago: inside the default retention (7 days), so the relay keeps them through the run.
       retain(schema, Bench.HISTORY);
     }
-    sql.exec("VACUUM ANALYZE " + schema + ".payment, " + schema + ".charge, " + schema + ".inbox, " + schema
+    sql().exec("VACUUM ANALYZE " + schema + ".payment, " + schema + ".charge, " + schema + ".inbox, " + schema
         + ".outbox");
   }
 
   /** Published rows as a relay leaves them, inserted in one statement, then VACUUM ANALYZE. */
   void retain(String schema, long rows) {
-    sql.exec("INSERT INTO " + schema + ".outbox (message_id, topic, shard, message_key, type, payload, headers,"
+    sql().exec("INSERT INTO " + schema + ".outbox (message_id, topic, shard, message_key, type, payload, headers,"
         + " created_at, stream_ms, stream_seq, published_at)"
         + " SELECT gen_random_uuid(), '" + PaymentEvents.TOPIC + "', i % " + config.shards() + ", 'old-' || i, '"
         + PaymentEvents.CREATED + "', convert_to('{\"payment_id\":\"old-' || i || '\",\"account\":\"acct-'"
         + " || (i % 1000 + 1) || '\",\"amount_cents\":1250}', 'UTF8'), '{\"content-type\":\"application/json\"}',"
         + " now() - interval '1 hour', 1, i, now() - interval '1 hour' FROM generate_series(1, " + rows + ") i");
-    sql.exec("VACUUM ANALYZE " + schema + ".outbox");
+    sql().exec("VACUUM ANALYZE " + schema + ".outbox");
   }
 
   /** Drops an auxiliary schema and its keys, unless {@code --keep}. */
   void cleanUp(String schema, String prefix) {
     if (!config.keep()) {
-      sql.exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+      sql().exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
       deleteKeys(prefix + ":*");
     }
   }

@@ -23,7 +23,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * inserts and the payment service, a hand-written at-least-once relay loop, a raw pipelined XADD and the relay, a raw
  * batched insert of the consumer's marker and charge and the ledger consumer.
  */
-final class Components {
+record Components(LedgerServers servers, Bench.Config config, BenchFixtures fixtures, TimedLog log) {
 
   private interface TxBody {
     void run(Connection tx, List<Payment> batch) throws SQLException;
@@ -33,21 +33,8 @@ final class Components {
     void run() throws Exception;
   }
 
-  private final LedgerServers servers;
-  private final Bench.Config config;
-  private final BenchFixtures fixtures;
-  private final Sql sql;
-  private final TimedLog log;
-
-  Components(LedgerServers servers, Bench.Config config, BenchFixtures fixtures, TimedLog log) {
-    this.servers = servers;
-    this.config = config;
-    this.fixtures = fixtures;
-    this.sql = fixtures.sql();
-    this.log = log;
-  }
-
   Bench.Parts measure() {
+    Sql sql = fixtures.sql();
     String schema = fixtures.aux("parts");
     String prefix = fixtures.auxPrefix("parts");
     int n = config.payments();
@@ -97,6 +84,7 @@ final class Components {
 
   /** The relay publishing the whole backlog with {@code relayOnce}; rows per second. */
   private double relay(String schema, String prefix, int n) {
+    Sql sql = fixtures.sql();
     // The component measurement keeps the default retention: its stream has no group yet when it is published.
     Relay relay = Relay.builder(servers.dataSource(), servers.redis()).schema(schema).keyPrefix(prefix)
         .topic(config.topic()).owner("bench-parts").build();

@@ -16,7 +16,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * relay and a ledger consumer, sampled once a second; then, if asked, the drain until every payment is charged. The
  * commit of each payment and of its charge are timed in this JVM, for {@link RunAnalysis}.
  */
-final class EndToEnd {
+record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log) {
 
   /**
    * What to run.
@@ -27,16 +27,6 @@ final class EndToEnd {
    */
   record Spec(String name, String schema, String prefix, String idPrefix, double rate, double consumerLimit,
       boolean drainAfter) {}
-
-  private final LedgerServers servers;
-  private final Bench.Config config;
-  private final TimedLog log;
-
-  EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log) {
-    this.servers = servers;
-    this.config = config;
-    this.log = log;
-  }
 
   Bench.Run run(Spec spec) {
     Duration duration = config.duration();

@@ -22,19 +22,7 @@ import redis.clients.jedis.params.XAddParams;
  * The relay's baseline: what a minimal at-least-once relay does (no leases, no fencing, auto IDs). Per shard, select
  * the next 1,000 unpublished rows, XADD them in one pipeline, mark them published with the IDs Redis returned.
  */
-final class HandWrittenRelayLoop {
-
-  private final DataSource dataSource;
-  private final UnifiedJedis redis;
-  private final String schema;
-  private final int shards;
-
-  HandWrittenRelayLoop(DataSource dataSource, UnifiedJedis redis, String schema, int shards) {
-    this.dataSource = dataSource;
-    this.redis = redis;
-    this.schema = schema;
-    this.shards = shards;
-  }
+record HandWrittenRelayLoop(DataSource dataSource, UnifiedJedis redis, String schema, int shards) {
 
   /** Publishes every unpublished row of the topic to the streams under {@code prefix}. */
   void publishAll(String prefix) throws SQLException {

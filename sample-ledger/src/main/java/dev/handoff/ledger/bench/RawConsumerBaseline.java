@@ -19,19 +19,7 @@ import javax.sql.DataSource;
  * statement) and the charges (the ledger's statement) of {@code batch} messages, one transaction per batch,
  * {@code workers} threads.
  */
-final class RawConsumerBaseline {
-
-  private final DataSource dataSource;
-  private final String schema;
-  private final int workers;
-  private final int batch;
-
-  RawConsumerBaseline(DataSource dataSource, String schema, int workers, int batch) {
-    this.dataSource = dataSource;
-    this.schema = schema;
-    this.workers = workers;
-    this.batch = batch;
-  }
+record RawConsumerBaseline(DataSource dataSource, String schema, int workers, int batch) {
 
   /** Writes the markers and charges of {@code n} messages; returns messages per second. */
   double run(int n) {

@@ -13,15 +13,7 @@ import java.util.UUID;
  * The producer's transaction without handoff, the baseline of the payment service: the payment insert and a plain
  * insert of the outbox row.
  */
-final class RawProducerBaseline {
-
-  private final String schema;
-  private final int shards;
-
-  RawProducerBaseline(String schema, int shards) {
-    this.schema = schema;
-    this.shards = shards;
-  }
+record RawProducerBaseline(String schema, int shards) {
 
   /** Inserts {@code batch} on {@code tx}, which the caller commits. */
   void insert(Connection tx, List<Payment> batch) throws SQLException {

@@ -13,15 +13,7 @@ import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.params.XAddParams;
 
 /** The ceiling of the relay's Redis side: entries shaped like the relay's, XADD in pipelines of 1,000. */
-final class RawXaddBaseline {
-
-  private final UnifiedJedis redis;
-  private final int shards;
-
-  RawXaddBaseline(UnifiedJedis redis, int shards) {
-    this.redis = redis;
-    this.shards = shards;
-  }
+record RawXaddBaseline(UnifiedJedis redis, int shards) {
 
   /** Adds {@code n} entries to the streams under {@code prefix}, spread over the shards. */
   void xadd(String prefix, int n) {

@@ -97,26 +97,14 @@ public final class Soak {
     }
   }
 
-  private final LedgerServers servers;
-  private final Config config;
-  private final PrintWriter out;
-
-  private Soak(LedgerServers servers, Config config, PrintWriter out) {
-    this.servers = servers;
-    this.config = config;
-    this.out = out;
-  }
+  private Soak() {}
 
   public static Result run(DataSource dataSource, RedisClient redis, HostAndPort redisServer,
-      JedisClientConfig redisConfig, Config config, String servers, PrintWriter out) {
-    return new Soak(new LedgerServers(dataSource, redis, redisServer, redisConfig), config, out).run(servers);
-  }
-
-  private Result run(String described) {
-    DataSource dataSource = servers.dataSource();
-    Environment env = Environment.probe(dataSource, servers.redis(), described);
+      JedisClientConfig redisConfig, Config config, String described, PrintWriter out) {
+    LedgerServers servers = new LedgerServers(dataSource, redis, redisServer, redisConfig);
+    Environment env = Environment.probe(dataSource, redis, described);
     String schema = config.schema();
-    SoakSampler sampler = new SoakSampler(dataSource, servers.redis(), config);
+    SoakSampler sampler = new SoakSampler(dataSource, redis, config);
     sampler.requireFresh();
     HandoffMigrations.migrate(dataSource, schema);
     LedgerMigrations.migrate(dataSource, schema);
@@ -133,7 +121,7 @@ public final class Soak {
     AtomicLong charged = new AtomicLong();
     AtomicLong outboxPurged = new AtomicLong();
     AtomicLong trimmed = new AtomicLong();
-    Relay relay = Relay.builder(dataSource, servers.redis()).schema(schema).keyPrefix(config.keyPrefix())
+    Relay relay = Relay.builder(dataSource, redis).schema(schema).keyPrefix(config.keyPrefix())
         .topic(config.topic()).owner("soak-relay")
         .outboxRetention(config.outboxRetention())
         .maintenanceInterval(Duration.ofSeconds(10))

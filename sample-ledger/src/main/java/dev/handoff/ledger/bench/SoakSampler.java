@@ -14,17 +14,7 @@ import redis.clients.jedis.UnifiedJedis;
  * Reads every place where the soak's work is kept: the streams and Redis's memory, the outbox (and what of it is past
  * retention), the inbox, the heap, and the latencies of the window that ends.
  */
-final class SoakSampler {
-
-  private final DataSource dataSource;
-  private final UnifiedJedis redis;
-  private final Soak.Config config;
-
-  SoakSampler(DataSource dataSource, UnifiedJedis redis, Soak.Config config) {
-    this.dataSource = dataSource;
-    this.redis = redis;
-    this.config = config;
-  }
+record SoakSampler(DataSource dataSource, UnifiedJedis redis, Soak.Config config) {
 
   /** Refuses a schema that holds payments or a key prefix whose streams exist: the soak counts from zero. */
   void requireFresh() {
