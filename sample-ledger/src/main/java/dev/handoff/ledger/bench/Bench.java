@@ -27,7 +27,8 @@ import redis.clients.jedis.UnifiedJedis;
  * hand-written at-least-once relay loop, a raw pipelined XADD, the relay, the ledger consumer and a raw batched insert
  * of the consumer's marker and charge; (2) end to end at each producer rate for {@code duration}, then the drain;
  * (3) optionally the scale checks: flat out with an empty outbox versus one with {@code retained} published rows, and
- * producers outrunning rate-limited consumers tenfold.
+ * producers outrunning rate-limited consumers tenfold. Phase 1 is {@code Components}; each later run is an
+ * {@code EndToEnd}, its figures from {@code RunAnalysis}.
  *
  * <p>Latency is commit to charge: {@link System#nanoTime()} right after the payment's commit returned, to
  * {@code nanoTime} when the consumer reports the charge's commit ({@link ConsumerListener#handled}); both in this JVM,
