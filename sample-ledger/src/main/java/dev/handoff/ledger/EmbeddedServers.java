@@ -9,7 +9,9 @@ import redis.embedded.RedisServer;
 /**
  * A throwaway PostgreSQL (zonky's embedded binaries) and Redis 7.0.15 (org.signal's) for the demo, so that it runs
  * on a machine with nothing but a JDK. Redis keeps nothing on disk ({@code save ""}, {@code appendonly no}) and
- * refuses writes rather than evicting ({@code noeviction}); PostgreSQL runs without fsync. Closing stops both.
+ * refuses writes rather than evicting ({@code noeviction}). PostgreSQL is either durable, with the production
+ * defaults ({@code fsync}, {@code synchronous_commit} and {@code full_page_writes} on), or, for a fast demo, without
+ * them. Closing stops both.
  */
 public final class EmbeddedServers implements AutoCloseable {
 
@@ -23,17 +25,26 @@ public final class EmbeddedServers implements AutoCloseable {
     this.redisPort = redisPort;
   }
 
-  /** Starts whichever servers are wanted. */
+  /** Starts whichever servers are wanted, PostgreSQL without fsync: for the demo, not for measuring. */
   public static EmbeddedServers start(boolean wantPostgres, boolean wantRedis) {
+    return start(wantPostgres, wantRedis, false);
+  }
+
+  /**
+   * Starts whichever servers are wanted; {@code durable} runs PostgreSQL with the production defaults, otherwise with
+   * {@code fsync}, {@code synchronous_commit} and {@code full_page_writes} off.
+   */
+  public static EmbeddedServers start(boolean wantPostgres, boolean wantRedis, boolean durable) {
     EmbeddedPostgres pg = null;
     RedisServer server = null;
     int port = -1;
     try {
       if (wantPostgres) {
+        String onOff = durable ? "on" : "off";
         pg = EmbeddedPostgres.builder()
-            .setServerConfig("fsync", "off")
-            .setServerConfig("synchronous_commit", "off")
-            .setServerConfig("full_page_writes", "off")
+            .setServerConfig("fsync", onOff)
+            .setServerConfig("synchronous_commit", onOff)
+            .setServerConfig("full_page_writes", onOff)
             .setServerConfig("max_connections", "100")
             .start();
       }

@@ -23,7 +23,7 @@ import redis.clients.jedis.RedisClient;
 /** {@code bench}: the end-to-end benchmark with its baselines and a report; see {@link Bench}. */
 @Command(name = "bench", description = "End-to-end benchmark: payments -> outbox -> relay -> Redis Streams ->"
     + " ledger consumer, beside raw baselines of the same SQL and a raw pipelined XADD; writes report.md and SVG"
-    + " charts. Starts embedded PostgreSQL and Redis unless URLs are given.")
+    + " charts. Starts embedded PostgreSQL (durable unless --unsafe-fast-db) and Redis unless URLs are given.")
 final class BenchCommand implements Callable<Integer> {
 
   @Option(names = "--rate", split = ",", defaultValue = "0",
@@ -62,6 +62,11 @@ final class BenchCommand implements Callable<Integer> {
 
   @Option(names = "--overload", description = "also run producers ten times faster than rate-limited consumers")
   boolean overload;
+
+  @Option(names = "--unsafe-fast-db", description = "run the embedded PostgreSQL with fsync, synchronous_commit and"
+      + " full_page_writes off, as no production database runs (default: on, the production defaults; the report"
+      + " states which)")
+  boolean unsafeFastDb;
 
   @Option(names = "--overload-rate", defaultValue = "2000",
       description = "producer rate of the overload run; consumers get a tenth (${DEFAULT-VALUE})")
@@ -165,7 +170,7 @@ final class BenchCommand implements Callable<Integer> {
     boolean embeddedPostgres = jdbcUrl == null || jdbcUrl.isBlank();
     boolean embeddedRedis = redisUrl == null || redisUrl.isBlank();
     long t0 = System.nanoTime();
-    try (EmbeddedServers servers = EmbeddedServers.start(embeddedPostgres, embeddedRedis)) {
+    try (EmbeddedServers servers = EmbeddedServers.start(embeddedPostgres, embeddedRedis, !unsafeFastDb)) {
       String jdbc = embeddedPostgres ? servers.jdbcUrl() : jdbcUrl;
       String redisAt = embeddedRedis ? servers.redisUrl() : redisUrl;
       String described = embeddedPostgres && embeddedRedis ? servers.describe()

@@ -5,8 +5,8 @@ import dev.handoff.ledger.LedgerMigrations;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
 
 /** {@code migrate}: applies handoff's and the ledger's migrations. */
 @Command(name = "migrate", description = "Applies handoff's and the ledger's migrations.")
