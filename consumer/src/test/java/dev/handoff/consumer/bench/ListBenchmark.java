@@ -32,7 +32,7 @@ import redis.clients.jedis.params.ScanParams;
  * <pre>./mvnw -q -pl outbox,consumer -am test-compile
  * ./mvnw -q -pl consumer dependency:build-classpath -Dmdep.outputFile=/tmp/cp.txt -Dmdep.includeScope=test
  * java -cp consumer/target/test-classes:consumer/target/classes:outbox/target/classes:migrations/target/classes:\
- * migrations/target/test-classes:$(cat /tmp/cp.txt) dev.handoff.consumer.bench.ListBenchmark [rounds messages]</pre>
+ * testing/target/classes:$(cat /tmp/cp.txt) dev.handoff.consumer.bench.ListBenchmark [rounds messages]</pre>
  */
 public final class ListBenchmark {
 

@@ -49,7 +49,7 @@ public final class HandoffTestExtension implements BeforeAllCallback, AfterAllCa
     return context
         .getRoot()
         .getStore(NAMESPACE)
-        .getOrComputeIfAbsent(key(owner), k -> TestEnvironment.create(owner, migrate), TestEnvironment.class);
+        .computeIfAbsent(key(owner), k -> TestEnvironment.create(owner, migrate), TestEnvironment.class);
   }
 
   private static String key(ExtensionContext context) {
