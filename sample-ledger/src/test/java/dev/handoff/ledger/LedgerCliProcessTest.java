@@ -3,7 +3,9 @@ package dev.handoff.ledger;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.Transport;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;
@@ -12,50 +14,62 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
- * The command line as an operator runs it: {@code migrate}, {@code pay}, {@code relay}, two {@code consume} and
+ * The command line as an operator runs it, once per transport ({@link LedgerCliProcessOnStreamsTest},
+ * {@link LedgerCliProcessOnListsTest}): {@code migrate}, {@code pay}, {@code relay}, two {@code consume} and
  * {@code verify} as separate processes against one PostgreSQL and one Redis, with one consumer process SIGKILLed
  * midway and restarted under the same name.
  */
 @HandoffTest
-class LedgerCliProcessTest {
+abstract class LedgerCliProcessTest {
 
-  private static final int PAYMENTS = 3_000;
   private static final int POISON_EVERY = 1_000;
 
   private final TestEnvironment env;
+  private final Transport transport;
+  /** 3,000 on streams, 2,000 on lists. */
+  private final int payments;
+  private final int poison;
 
-  LedgerCliProcessTest(TestEnvironment env) {
+  LedgerCliProcessTest(TestEnvironment env, Transport transport, int payments) {
     this.env = env;
+    this.transport = transport;
+    this.payments = payments;
+    this.poison = payments / POISON_EVERY;
   }
 
   @Test
   void payRelayConsumeAndVerifyAsProcessesWithAConsumerSigkilledMidway() throws Exception {
     // given
     assertThat(cli("migrate").waitFor(60)).isZero();
-    CliProcess relay = cli("relay", "--lease-ttl", "PT2S");
+    CliProcess relay = transport == Transport.LIST
+        ? cli("relay", "--transport", "list", "--list-capacity", "200", "--lease-ttl", "PT2S")
+        : cli("relay", "--lease-ttl", "PT2S");
     CliProcess consumerA = consumer("cons-a");
     CliProcess consumerB = consumer("cons-b");
     List<CliProcess> running = new ArrayList<>(List.of(relay, consumerA, consumerB));
     try {
       // when: payments arrive at 1,000/s and consumer A is killed once a third of them are charged
-      CliProcess pay = cli("pay", "--count", Integer.toString(PAYMENTS), "--rate", "1000", "--poison-every",
+      CliProcess pay = cli("pay", "--count", Integer.toString(payments), "--rate", "1000", "--poison-every",
           Integer.toString(POISON_EVERY));
       await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(50))
-          .until(() -> charges() >= PAYMENTS / 3);
-      consumerA.process.destroyForcibly(); // SIGKILL: its batch in flight and its pending entries are left behind
+          .until(() -> charges() >= payments / 3);
+      // SIGKILL: its batch in flight and its pending entries (on lists: its processing lists) are left behind, and
+      // on lists its heartbeats stop
+      consumerA.process.destroyForcibly();
       assertThat(consumerA.waitFor(10)).isNotZero();
       long chargesAtKill = charges();
-      CliProcess restartedA = consumer("cons-a");
+      CliProcess restartedA = consumer("cons-a"); // same name: handles what it left behind at once
       running.add(restartedA);
       assertThat(pay.waitFor(60)).as("pay; stderr: %s", pay.stderr()).isZero();
-      assertThat(pay.stdout()).contains("created 3,000 payments (3 poison)");
+      assertThat(pay.stdout()).contains(String.format("created %,d payments (%d poison)", payments, poison));
 
-      // then: everything is charged once, the poison payments are dead letters, nothing is left pending
+      // then: everything is charged once, the poison payments are dead letters, nothing is left pending or waiting
       await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200)).until(() ->
-          charges() == PAYMENTS - PAYMENTS / POISON_EVERY
-              && env.queryLong("SELECT count(*) FROM dead_letter WHERE consumer_group = 'ledger'") == 3
-              && pendingAndBacklogZero());
-      assertThat(chargesAtKill).isLessThan(PAYMENTS);
+          charges() == payments - poison
+              && env.queryLong("SELECT count(*) FROM dead_letter WHERE consumer_group = 'ledger'") == poison
+              && env.queryLong("SELECT count(*) FROM outbox WHERE published_at IS NULL") == 0
+              && (transport == Transport.LIST ? listsEmpty() : pendingAndBacklogZero()));
+      assertThat(chargesAtKill).isLessThan(payments);
 
       // SIGTERM: each long-running process drains and exits 0
       for (CliProcess p : List.of(relay, consumerB, restartedA)) {
@@ -72,15 +86,30 @@ class LedgerCliProcessTest {
       CliProcess dlq = cli("dlq", "list");
       assertThat(verify.waitFor(60)).as("verify; stdout: %s stderr: %s", verify.stdout(), verify.stderr()).isZero();
       assertThat(verify.stdout()).contains("verify ledger 'ledger': PASS").containsPattern("missing\\s+0")
-          .containsPattern("duplicated\\s+0").containsPattern("dead letters\\s+3");
+          .containsPattern("duplicated\\s+0").containsPattern("dead letters\\s+" + poison);
       assertThat(verifyJson.waitFor(60)).isZero();
-      assertThat(verifyJson.stdout()).contains("\"passed\":true", "\"payments\":3000", "\"charges\":2997",
-          "\"missing\":0", "\"duplicated\":0", "\"orphans\":0", "\"dead_letters\":3");
+      assertThat(verifyJson.stdout()).contains("\"passed\":true", "\"payments\":" + payments,
+          "\"charges\":" + (payments - poison), "\"missing\":0", "\"duplicated\":0", "\"orphans\":0",
+          "\"dead_letters\":" + poison);
       assertThat(status.waitFor(60)).as("status; stderr: %s", status.stderr()).isZero();
-      assertThat(status.stdout()).contains("group ledger: backlog 0 (never delivered), pending 0 (delivered, not"
-          + " acknowledged), dead letters 3");
+      assertThat(status.stdout()).contains(transport == Transport.LIST
+          ? "lists, group ledger: waiting 0 (pushed, not taken), in processing 0 (taken, not finished), outbox"
+              + " backlog 0 (committed, not pushed), dead letters " + poison
+          : "group ledger: backlog 0 (never delivered), pending 0 (delivered, not acknowledged), dead letters "
+              + poison);
       assertThat(dlq.waitFor(60)).isZero();
-      assertThat(dlq.stdout()).contains("the ledger refuses poison payment").hasLineCount(4);
+      assertThat(dlq.stdout()).contains("the ledger refuses poison payment").hasLineCount(1 + poison);
+      if (transport == Transport.LIST) {
+        CliProcess naive = cli("consume", "--transport", "list", "--naive");
+        assertThat(naive.waitFor(60)).isEqualTo(2);
+        assertThat(naive.stderr()).contains("--naive runs on streams only");
+        long pushed = 0;
+        for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
+          String list = ListFormat.listKey(env.keyPrefix(), PaymentEvents.TOPIC, shard);
+          pushed += Long.parseLong(env.redis().hget(ListFormat.relayKey(list), "added"));
+        }
+        assertThat(pushed).as("nothing pushed twice").isEqualTo(payments);
+      }
     } finally {
       for (CliProcess p : running) {
         p.process.destroyForcibly();
@@ -89,7 +118,12 @@ class LedgerCliProcessTest {
   }
 
   private CliProcess consumer(String name) throws Exception {
-    return cli("consume", "--name", name, "--workers", "2", "--min-idle", "PT2S", "--max-deliveries", "3");
+    List<String> args = new ArrayList<>(List.of("consume"));
+    if (transport == Transport.LIST) {
+      args.addAll(List.of("--transport", "list"));
+    }
+    args.addAll(List.of("--name", name, "--workers", "2", "--min-idle", "PT2S", "--max-deliveries", "3"));
+    return cli(args.toArray(String[]::new));
   }
 
   private CliProcess cli(String... args) throws Exception {
@@ -113,6 +147,21 @@ class LedgerCliProcessTest {
       var last = env.redis().xrevrange(key, "+", "-", 1);
       if (group.isEmpty() || last.isEmpty() || !group.get().getLastDeliveredId().equals(last.get(0).getID())) {
         return false;
+      }
+    }
+    return true;
+  }
+
+  private boolean listsEmpty() {
+    for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
+      String list = ListFormat.listKey(env.keyPrefix(), PaymentEvents.TOPIC, shard);
+      if (env.redis().llen(list) != 0) {
+        return false;
+      }
+      for (String processing : env.redis().hkeys(ListFormat.consumersKey(list))) {
+        if (env.redis().llen(processing) != 0) {
+          return false;
+        }
       }
     }
     return true;

@@ -1,0 +1,11 @@
+package dev.handoff.ledger;
+
+import dev.handoff.outbox.Transport;
+import dev.handoff.testing.TestEnvironment;
+
+/** {@link DemoTest} on Redis lists ({@code demo --transport list}). */
+class DemoOnListsTest extends DemoTest {
+  DemoOnListsTest(TestEnvironment env) {
+    super(env, Transport.LIST);
+  }
+}

@@ -1,0 +1,11 @@
+package dev.handoff.ledger;
+
+import dev.handoff.outbox.Transport;
+import dev.handoff.testing.TestEnvironment;
+
+/** {@link DemoTest} on Redis streams, the default. */
+class DemoOnStreamsTest extends DemoTest {
+  DemoOnStreamsTest(TestEnvironment env) {
+    super(env, Transport.STREAM);
+  }
+}
