@@ -52,24 +52,24 @@ class RedisDataLossTest {
       RedisClient redis = env.newRedisClient(server.uri());
       String key = StreamFormat.streamKey(env.keyPrefix(), "orders", 0);
       try (Relay relay = relay(redis, "orders").build()) {
-        StreamAssertions.append(env, "orders", 300);
+        RelayTestSupport.append(env, "orders", 300);
         publishAll(relay);
         server.snapshot(); // Redis's disk now holds 300 entries and an entries-added count of 300
-        StreamAssertions.append(env, "orders", 200);
+        RelayTestSupport.append(env, "orders", 200);
         publishAll(relay);
         assertThat(redis.xlen(key)).isEqualTo(500);
 
         server.killAndRestartFromSnapshot();
-        assertThat(StreamAssertions.reconnected(redis).xlen(key)).as("the snapshot's entries only").isEqualTo(300);
+        assertThat(RelayTestSupport.reconnected(redis).xlen(key)).as("the snapshot's entries only").isEqualTo(300);
 
-        StreamAssertions.append(env, "orders", 50);
+        RelayTestSupport.append(env, "orders", 50);
         publishAll(relay);
       }
       // Exactly once into the stream: every outbox row added once, whatever Redis held when it came back.
-      List<StreamAssertions.Entry> entries = StreamAssertions.entries(redis, key);
+      List<RelayTestSupport.Entry> entries = RelayTestSupport.entries(redis, key);
       assertThat(entries).hasSize(550);
       assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize(550);
-      StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+      RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, entries);
       assertThat(redis.xinfoStream(key).getStreamInfo().get("entries-added")).isEqualTo(550L);
       assertThat(redis.hget(StreamFormat.streamKey(env.keyPrefix(), "orders", 0) + ":relay", "added"))
           .isEqualTo("550");
@@ -84,19 +84,19 @@ class RedisDataLossTest {
     RedisClient redis = env.newRedisClient(server.uri());
     String key = StreamFormat.streamKey(env.keyPrefix(), "orders", 0);
     try (Relay relay = relay(redis, "orders").build()) {
-      StreamAssertions.append(env, "orders", 200);
+      RelayTestSupport.append(env, "orders", 200);
       publishAll(relay);
       // Evicted or deleted by hand: the hash beside it still says 200 were added, so only the existence check
       // can tell.
       redis.del(key);
       assertThat(redis.hget(key + ":relay", "added")).isEqualTo("200");
 
-      StreamAssertions.append(env, "orders", 20);
+      RelayTestSupport.append(env, "orders", 20);
       publishAll(relay);
     }
-    List<StreamAssertions.Entry> entries = StreamAssertions.entries(redis, key);
+    List<RelayTestSupport.Entry> entries = RelayTestSupport.entries(redis, key);
     assertThat(entries).hasSize(220);
-    StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+    RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, entries);
     assertThat(redis.xinfoStream(key).getStreamInfo().get("entries-added")).isEqualTo(220L);
     assertThat(republished.get()).isEqualTo(200);
   }
@@ -107,7 +107,7 @@ class RedisDataLossTest {
     RedisClient redis = env.newRedisClient(server.uri());
     String list = ListFormat.listKey(env.keyPrefix(), "orders", 0);
     try (Relay relay = relay(redis, "orders").listTransport(1000).build()) {
-      StreamAssertions.append(env, "orders", 10);
+      RelayTestSupport.append(env, "orders", 10);
       publishAll(relay);
       List<byte[]> e = redis.lrange(list.getBytes(StandardCharsets.UTF_8), 0, -1);
       assertThat(e).hasSize(10);
@@ -128,7 +128,7 @@ class RedisDataLossTest {
           String.class)).containsExactly(e3);
 
       server.restart(); // the list, the processing list and the relay's hash are gone
-      StreamAssertions.reconnected(redis);
+      RelayTestSupport.reconnected(redis);
       publishAll(relay);
     }
     List<String> ids = new ArrayList<>();

@@ -6,7 +6,7 @@ import static org.awaitility.Awaitility.await;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayListener;
+import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
@@ -102,55 +102,15 @@ class RelayExactlyOnceTest {
           && env.queryLong("select count(*) from outbox where published_at is null") == 0);
     }
 
-    List<StreamAssertions.Entry> entries = StreamAssertions.entries(env.redis(), key("payments", 0));
+    List<RelayTestSupport.Entry> entries = RelayTestSupport.entries(env.redis(), key("payments", 0));
     assertThat(committed).hasSize(10_000);
     assertThat(entries).hasSize(10_000);
     Set<UUID> streamed = new HashSet<>();
     entries.forEach(e -> streamed.add(e.message().messageId()));
     assertThat(streamed).isEqualTo(committed);
     assertThat(streamed).doesNotContainAnyElementsOf(rolledBack);
-    StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+    RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, entries);
     assertThat(env.queryLong("select count(*) from outbox where published_at is not null")).isEqualTo(10_000);
-  }
-
-  @Test
-  void crashAfterStreamWriteBeforeMarkingIsRepairedWithoutDuplicates() throws Exception {
-    appendRows("orders", 300);
-    AtomicBoolean crashed = new AtomicBoolean();
-    Relay crashing = relay("orders").leaseTtl(Duration.ofMillis(600)).faults(new RelayFaults() {
-      @Override
-      public void afterStreamWrite(ShardId shard, int rows) {
-        crashed.set(true);
-        throw new SimulatedCrash("after the XADD, before the mark");
-      }
-    }).build();
-    crashing.start();
-    await().atMost(Duration.ofSeconds(20)).untilTrue(crashed);
-    // The crashed relay's thread is gone without releasing its lease or marking anything.
-    long inStream = env.redis().xlen(key("orders", 0));
-    assertThat(inStream).isPositive();
-    assertThat(env.queryLong("select count(*) from outbox where published_at is not null")).isZero();
-    assertThat(env.queryLong("select cardinality(batch_ids) from relay_lease where topic = 'orders'"))
-        .as("the batch that reached Redis is still recorded as pending").isEqualTo(inStream);
-
-    java.util.concurrent.atomic.AtomicLong resent = new java.util.concurrent.atomic.AtomicLong();
-    try (Relay successor = relay("orders").leaseTtl(Duration.ofMillis(600)).listener(new RelayListener() {
-      @Override
-      public void alreadyPresent(ShardId shard, int rows) {
-        resent.addAndGet(rows);
-      }
-    }).build()) {
-      await().atMost(Duration.ofSeconds(20)).until(() -> {
-        successor.relayOnce();
-        return env.queryLong("select count(*) from outbox where published_at is null") == 0;
-      });
-    }
-    assertThat(resent.get()).as("the crashed batch was re-sent and found in the stream").isEqualTo(inStream);
-    List<StreamAssertions.Entry> entries = StreamAssertions.entries(env.redis(), key("orders", 0));
-    assertThat(entries).hasSize(300);
-    assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize(300);
-    StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
-    crashing.close(Duration.ofMillis(100));
   }
 
   @Test
@@ -189,25 +149,14 @@ class RelayExactlyOnceTest {
     }
     assertThat(env.queryLong("select count(*) from outbox where published_at is not null")).isZero();
 
-    java.util.concurrent.atomic.AtomicLong resent = new java.util.concurrent.atomic.AtomicLong();
-    try (Relay successor = Relay.builder(env.dataSource(), env.redis()).schema(env.schema())
-        .keyPrefix(env.keyPrefix()).topic(topic).leaseTtl(Duration.ofMillis(600)).listener(new RelayListener() {
-          @Override
-          public void alreadyPresent(ShardId shard, int rows) {
-            resent.addAndGet(rows);
-          }
-        }).build()) {
-      await().atMost(Duration.ofSeconds(20)).until(() -> {
-        successor.relayOnce();
-        return env.queryLong("select count(*) from outbox where published_at is null") == 0;
-      });
-    }
-    assertThat(resent.get()).as("every crashed batch was re-sent and found in its stream").isEqualTo(inStreams);
+    long resent = RelayTestSupport.relayUntilPublished(env, Relay.builder(env.dataSource(), env.redis())
+        .schema(env.schema()).keyPrefix(env.keyPrefix()).topic(topic).leaseTtl(Duration.ofMillis(600)));
+    assertThat(resent).as("every crashed batch was re-sent and found in its stream").isEqualTo(inStreams);
     long total = 0;
     for (int shard = 0; shard < 3; shard++) {
-      List<StreamAssertions.Entry> entries = StreamAssertions.entries(env.redis(), key("ledgers", shard));
+      List<RelayTestSupport.Entry> entries = RelayTestSupport.entries(env.redis(), key("ledgers", shard));
       assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize(entries.size());
-      StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+      RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, entries);
       total += entries.size();
     }
     assertThat(total).isEqualTo(600);
@@ -265,10 +214,10 @@ class RelayExactlyOnceTest {
     assertThat(first.ownedShards()).isEmpty();
     second.relayOnce();
 
-    List<StreamAssertions.Entry> entries = StreamAssertions.entries(env.redis(), key("orders", 0));
+    List<RelayTestSupport.Entry> entries = RelayTestSupport.entries(env.redis(), key("orders", 0));
     assertThat(entries).hasSize(130);
     assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize(130);
-    StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+    RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, entries);
     assertThat(env.queryLong("select count(*) from outbox where published_at is null")).isZero();
     pausedThread.shutdownNow();
     first.close();
@@ -330,7 +279,7 @@ class RelayExactlyOnceTest {
       env.execute("DROP TRIGGER record_lease ON " + env.schema() + ".relay_lease",
           "DROP FUNCTION " + env.schema() + ".record_lease()", "DROP TABLE " + history);
     }
-    List<StreamAssertions.Entry> entries = StreamAssertions.entries(env.redis(), key("orders", 0));
+    List<RelayTestSupport.Entry> entries = RelayTestSupport.entries(env.redis(), key("orders", 0));
     assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize(40);
     owner.close(Duration.ofMillis(100));
   }
@@ -381,7 +330,7 @@ class RelayExactlyOnceTest {
     }
 
     List<UUID> keyOrder = new ArrayList<>();
-    for (StreamAssertions.Entry e : StreamAssertions.entries(env.redis(), key("orders", 0))) {
+    for (RelayTestSupport.Entry e : RelayTestSupport.entries(env.redis(), key("orders", 0))) {
       if ("K".equals(e.message().key())) {
         keyOrder.add(e.message().messageId());
       }
@@ -389,25 +338,12 @@ class RelayExactlyOnceTest {
     assertThat(keyOrder).containsExactly(one, two.get());
   }
 
-  private dev.handoff.outbox.RelayBuilder relay(String topic) {
-    return Relay.builder(env.dataSource(), env.redis())
-        .schema(env.schema())
-        .keyPrefix(env.keyPrefix())
-        .topic(TopicConfig.of(topic))
-        .idlePollInterval(Duration.ofMillis(100));
+  private RelayBuilder relay(String topic) {
+    return RelayTestSupport.relay(env, topic);
   }
 
   private void appendRows(String topic, int n) throws SQLException {
-    Outbox outbox = Outbox.builder().schema(env.schema()).build();
-    try (Connection tx = env.dataSource().getConnection()) {
-      tx.setAutoCommit(false);
-      List<Message> batch = new ArrayList<>();
-      for (int i = 0; i < n; i++) {
-        batch.add(Message.builder(topic, "order.placed").key("k" + i).payload("payload-" + i).build());
-      }
-      outbox.appendAll(tx, batch);
-      tx.commit();
-    }
+    RelayTestSupport.appendKeyed(env, topic, n);
   }
 
   private String key(String topic, int shard) {

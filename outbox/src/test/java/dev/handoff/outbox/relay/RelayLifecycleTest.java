@@ -98,11 +98,11 @@ class RelayLifecycleTest {
           }
         }).build()) {
       relay.start();
-      StreamAssertions.append(env, "errors", 10);
+      RelayTestSupport.append(env, "errors", 10);
       await().atMost(Duration.ofSeconds(20)).until(() -> env.redis().exists(key) && env.redis().xlen(key) == 10);
       assertThat(thrown).isTrue();
       // The relay's thread survived the Error: what comes next is published too.
-      StreamAssertions.append(env, "errors", 5);
+      RelayTestSupport.append(env, "errors", 5);
       await().atMost(Duration.ofSeconds(20)).until(() -> env.redis().xlen(key) == 15);
       assertThat(threadsNamed("handoff-relay-" + relay.config().owner())).isNotEmpty();
     }
@@ -115,7 +115,7 @@ class RelayLifecycleTest {
    */
   private void holdRowsTheListsCannotTake(Relay relay) throws Exception {
     for (String topic : TOPICS) {
-      StreamAssertions.append(env, topic, 10);
+      RelayTestSupport.append(env, topic, 10);
     }
     relay.relayOnce();
     for (String topic : TOPICS) {

@@ -73,10 +73,10 @@ class RelayProcessTest {
     assertThat(second.waitFor(15, TimeUnit.SECONDS)).isTrue();
     assertThat(second.exitValue()).isZero();
 
-    List<StreamAssertions.Entry> entries = StreamAssertions.entries(env.redis(), key);
+    List<RelayTestSupport.Entry> entries = RelayTestSupport.entries(env.redis(), key);
     assertThat(entries).hasSize((int) appended.get());
     assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize((int) appended.get());
-    StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+    RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, entries);
   }
 
   @Test

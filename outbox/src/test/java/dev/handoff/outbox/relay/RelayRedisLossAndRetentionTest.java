@@ -49,26 +49,26 @@ class RelayRedisLossAndRetentionTest {
         lostEvents.addAndGet(republished);
       }
     }).build()) {
-      StreamAssertions.append(env, "orders", 500);
+      RelayTestSupport.append(env, "orders", 500);
       assertThat(relay.relayOnce().published()).isEqualTo(500);
-      List<StreamAssertions.Entry> before = StreamAssertions.entries(redis, key);
+      List<RelayTestSupport.Entry> before = RelayTestSupport.entries(redis, key);
       assertThat(before).hasSize(500);
 
       server.restart();
-      assertThat(StreamAssertions.reconnected(redis).exists(key)).isFalse();
+      assertThat(RelayTestSupport.reconnected(redis).exists(key)).isFalse();
 
-      StreamAssertions.append(env, "orders", 100);
+      RelayTestSupport.append(env, "orders", 100);
       relay.relayOnce();
 
-      List<StreamAssertions.Entry> after = StreamAssertions.entries(redis, key);
+      List<RelayTestSupport.Entry> after = RelayTestSupport.entries(redis, key);
       assertThat(after).hasSize(600);
       assertThat(after.subList(0, 500)).isEqualTo(before);
-      StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, after);
+      RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, after);
       assertThat(lostEvents.get()).isEqualTo(500);
       assertThat(env.queryLong("select count(*) from outbox where published_at is null")).isZero();
 
       // And it carries on as usual.
-      StreamAssertions.append(env, "orders", 10);
+      RelayTestSupport.append(env, "orders", 10);
       assertThat(relay.relayOnce().published()).isEqualTo(10);
       assertThat(redis.xlen(key)).isEqualTo(610);
     }
@@ -81,20 +81,20 @@ class RelayRedisLossAndRetentionTest {
     String key = StreamFormat.streamKey(env.keyPrefix(), "orders", 0);
     redis.xgroupCreate(key, "billing", new StreamEntryID(0, 0), true);
     try (Relay relay = relay(redis, "orders").build()) {
-      StreamAssertions.append(env, "orders", 300);
+      RelayTestSupport.append(env, "orders", 300);
       relay.relayOnce();
       readAndAck(redis, key, "billing", 300);
       relay.maintainOnce();
       assertThat(env.queryLong("select watermark_ms from relay_lease where topic = 'orders'")).isPositive();
-      StreamAssertions.append(env, "orders", 50);
+      RelayTestSupport.append(env, "orders", 50);
       relay.relayOnce();
 
       server.restart();
       // Nothing new is appended: the lease renewal probe notices the loss by itself.
       relay.relayOnce();
-      List<StreamAssertions.Entry> after = StreamAssertions.entries(StreamAssertions.reconnected(redis), key);
+      List<RelayTestSupport.Entry> after = RelayTestSupport.entries(RelayTestSupport.reconnected(redis), key);
       assertThat(after).hasSize(51);
-      StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, after);
+      RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, after);
     }
   }
 
@@ -105,9 +105,9 @@ class RelayRedisLossAndRetentionTest {
     redis.xgroupCreate(key, "fast", new StreamEntryID(0, 0), true);
     redis.xgroupCreate(key, "slow", new StreamEntryID(0, 0), true);
     try (Relay relay = relay(redis, "ledger").build()) {
-      StreamAssertions.append(env, "ledger", 1000);
+      RelayTestSupport.append(env, "ledger", 1000);
       relay.relayOnce();
-      List<StreamAssertions.Entry> all = StreamAssertions.entries(redis, key);
+      List<RelayTestSupport.Entry> all = RelayTestSupport.entries(redis, key);
       assertThat(all).hasSize(1000);
 
       readAndAck(redis, key, "fast", 1000);
@@ -117,11 +117,11 @@ class RelayRedisLossAndRetentionTest {
 
       relay.maintainOnce();
 
-      List<StreamAssertions.Entry> kept = StreamAssertions.entries(redis, key);
+      List<RelayTestSupport.Entry> kept = RelayTestSupport.entries(redis, key);
       assertThat(kept.size()).as("acknowledged history is removed").isLessThan(1000);
-      List<String> keptIds = kept.stream().map(StreamAssertions.Entry::id).toList();
+      List<String> keptIds = kept.stream().map(RelayTestSupport.Entry::id).toList();
       assertThat(keptIds).as("everything from the oldest pending entry on is kept")
-          .containsAll(all.subList(450, 1000).stream().map(StreamAssertions.Entry::id).toList());
+          .containsAll(all.subList(450, 1000).stream().map(RelayTestSupport.Entry::id).toList());
       assertThat(redis.xpending(key, "slow").getTotal()).isEqualTo(150);
       assertThat(read(redis, key, "slow", 1000)).hasSize(400);
       String watermark = env.queryLong("select watermark_ms from relay_lease where topic = 'ledger'") + "-"
@@ -135,7 +135,7 @@ class RelayRedisLossAndRetentionTest {
     RedisClient redis = env.redis();
     String key = StreamFormat.streamKey(env.keyPrefix(), "audit", 0);
     try (Relay relay = relay(redis, "audit").build()) {
-      StreamAssertions.append(env, "audit", 500);
+      RelayTestSupport.append(env, "audit", 500);
       relay.relayOnce();
       relay.maintainOnce();
       assertThat(redis.xlen(key)).isEqualTo(500);
@@ -153,9 +153,9 @@ class RelayRedisLossAndRetentionTest {
             purgedBatches.add(rows);
           }
         }).build()) {
-      StreamAssertions.append(env, "archive", 3000);
+      RelayTestSupport.append(env, "archive", 3000);
       relay.relayOnce();
-      StreamAssertions.append(env, "archive", 200);
+      RelayTestSupport.append(env, "archive", 200);
       env.execute(
           "update outbox set published_at = now() - interval '8 days' where id in "
               + "(select id from outbox where published_at is not null order by id limit 2500)",

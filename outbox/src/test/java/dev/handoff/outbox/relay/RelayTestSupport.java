@@ -1,33 +1,45 @@
 package dev.handoff.outbox.relay;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
+import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayBuilder;
+import dev.handoff.outbox.RelayListener;
+import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.StreamMessage;
+import dev.handoff.outbox.TopicConfig;
 import dev.handoff.testing.TestEnvironment;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.exceptions.JedisConnectionException;
 
-/** Reads a stream and the outbox back, for exact assertions. */
-final class StreamAssertions {
+/**
+ * What the relay tests share: rows appended through the outbox, a relay of one topic, and a stream or a list read
+ * back (a list's elements decode to the same entries) against the outbox, for exact assertions.
+ */
+final class RelayTestSupport {
 
-  /** An entry of a stream: its ID and the decoded message. */
+  /** An entry of a stream or an element of a list: its ID and the decoded message. */
   record Entry(String id, StreamMessage message) {}
 
-  private StreamAssertions() {}
+  private RelayTestSupport() {}
 
   static List<Entry> entries(UnifiedJedis redis, String key) {
     List<Entry> all = new ArrayList<>();
@@ -49,6 +61,25 @@ final class StreamAssertions {
         return all;
       }
       start = ("(" + all.get(all.size() - 1).id()).getBytes(StandardCharsets.UTF_8);
+    }
+  }
+
+  /** The elements of a list, head first. */
+  static List<Entry> listEntries(UnifiedJedis redis, String key) {
+    List<Entry> all = new ArrayList<>();
+    for (byte[] raw : redis.lrange(key.getBytes(StandardCharsets.UTF_8), 0, -1)) {
+      ListFormat.Element e = ListFormat.decode(raw);
+      all.add(new Entry(e.id(), e.message()));
+    }
+    return all;
+  }
+
+  /** Asserts that the entries' outbox row ids strictly increase: the relay took them in outbox order. */
+  static void assertInOutboxIdOrder(List<Entry> entries) {
+    long previous = 0;
+    for (Entry e : entries) {
+      assertThat(e.message().outboxId()).as("outbox id of %s", e.id()).isGreaterThan(previous);
+      previous = e.message().outboxId();
     }
   }
 
@@ -88,6 +119,54 @@ final class StreamAssertions {
       }
     }
     throw new IllegalStateException("Redis did not come back");
+  }
+
+  /** A relay of {@code topic} (one shard) that looks for rows every 100 ms when idle. */
+  static RelayBuilder relay(TestEnvironment env, String topic) {
+    return Relay.builder(env.dataSource(), env.redis())
+        .schema(env.schema())
+        .keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of(topic))
+        .idlePollInterval(Duration.ofMillis(100));
+  }
+
+  /** Appends {@code n} messages keyed {@code k0, k1, ...} to {@code topic} in one committed transaction. */
+  static void appendKeyed(TestEnvironment env, String topic, int n) throws SQLException {
+    Outbox outbox = Outbox.builder().schema(env.schema()).build();
+    try (Connection tx = env.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      List<Message> batch = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        batch.add(Message.builder(topic, "order.placed").key("k" + i).payload("payload-" + i).build());
+      }
+      outbox.appendAll(tx, batch);
+      tx.commit();
+    }
+  }
+
+  /**
+   * Builds {@code successor}, runs relay cycles until no outbox row is unpublished (20 s at most) and closes it;
+   * returns how many rows it sent again and found already in Redis.
+   */
+  static long relayUntilPublished(TestEnvironment env, RelayBuilder successor) {
+    AtomicLong resent = new AtomicLong();
+    try (Relay relay = successor.listener(new RelayListener() {
+      @Override
+      public void alreadyPresent(ShardId shard, int rows) {
+        resent.addAndGet(rows);
+      }
+    }).build()) {
+      await().atMost(Duration.ofSeconds(20)).until(() -> {
+        relay.relayOnce();
+        return unpublished(env) == 0;
+      });
+    }
+    return resent.get();
+  }
+
+  /** The outbox rows not published yet. */
+  static long unpublished(TestEnvironment env) {
+    return env.queryLong("select count(*) from outbox where published_at is null");
   }
 
   /** Appends {@code n} messages to {@code topic} through the outbox, in one committed transaction. */
