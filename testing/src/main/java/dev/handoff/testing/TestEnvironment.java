@@ -1,6 +1,5 @@
 package dev.handoff.testing;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.migrations.HandoffMigrations;
 import java.net.URI;
@@ -9,13 +8,12 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.ThreadLocalRandom;
 import javax.sql.DataSource;
-import redis.clients.jedis.DefaultJedisClientConfig;
-import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.params.ScanParams;
 import redis.clients.jedis.resps.ScanResult;
@@ -39,7 +37,7 @@ public final class TestEnvironment implements AutoCloseable {
     this.schema = schema;
     this.keyPrefix = keyPrefix;
     this.postgres = TestServers.postgres();
-    this.dataSource = pool(postgres, schema, 24);
+    this.dataSource = TestServers.newDataSource(schema, 24);
     this.redisUri = TestServers.redis();
     this.redis = redisClient(redisUri);
   }
@@ -95,7 +93,7 @@ public final class TestEnvironment implements AutoCloseable {
 
   /** A new pool to the shared PostgreSQL server, closed with this environment. */
   public HikariDataSource newDataSource(int maxConnections) {
-    HikariDataSource pool = pool(postgres, schema, maxConnections);
+    HikariDataSource pool = TestServers.newDataSource(schema, maxConnections);
     resources.add(pool);
     return pool;
   }
@@ -186,27 +184,7 @@ public final class TestEnvironment implements AutoCloseable {
     } while (!ScanParams.SCAN_POINTER_START.equals(cursor));
   }
 
-  private static HikariDataSource pool(TestServers.Postgres pg, String schema, int maxConnections) {
-    HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(pg.jdbcUrl());
-    if (pg.user() != null) {
-      config.setUsername(pg.user());
-    }
-    if (pg.password() != null) {
-      config.setPassword(pg.password());
-    }
-    config.setMaximumPoolSize(maxConnections);
-    config.setMinimumIdle(0);
-    config.setConnectionTimeout(10_000);
-    config.setPoolName("test-" + schema);
-    config.setSchema(schema);
-    return new HikariDataSource(config);
-  }
-
-  static RedisClient redisClient(URI uri) {
-    return RedisClient.builder()
-        .hostAndPort(new HostAndPort(uri.getHost(), uri.getPort()))
-        .clientConfig(DefaultJedisClientConfig.builder().resp2().timeoutMillis(5_000).build())
-        .build();
+  private static RedisClient redisClient(URI uri) {
+    return TestServers.redisClient(uri, Duration.ofSeconds(5));
   }
 }

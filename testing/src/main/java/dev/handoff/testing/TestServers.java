@@ -1,16 +1,22 @@
 package dev.handoff.testing;
 
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.testcontainers.DockerClientFactory;
 import org.testcontainers.containers.GenericContainer;
 import org.testcontainers.postgresql.PostgreSQLContainer;
+import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.RedisClient;
 
 /**
  * The PostgreSQL and Redis servers that every test of the JVM shares, resolved once, in this order:
@@ -52,6 +58,43 @@ public final class TestServers {
       redis = resolveRedis();
     }
     return redis;
+  }
+
+  /**
+   * A new pool of up to {@code maxConnections} to the shared PostgreSQL server, whose search_path is {@code schema}
+   * (the server's default when null). The caller closes it; a {@link HandoffTest} has {@link TestEnvironment}'s.
+   */
+  public static HikariDataSource newDataSource(String schema, int maxConnections) {
+    Postgres pg = postgres();
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(pg.jdbcUrl());
+    if (pg.user() != null) {
+      config.setUsername(pg.user());
+    }
+    if (pg.password() != null) {
+      config.setPassword(pg.password());
+    }
+    config.setMaximumPoolSize(maxConnections);
+    config.setMinimumIdle(0);
+    config.setConnectionTimeout(10_000);
+    if (schema != null) {
+      config.setPoolName("test-" + schema);
+      config.setSchema(schema);
+    }
+    return new HikariDataSource(config);
+  }
+
+  /** A new client (RESP2) of the shared Redis server with that socket timeout. The caller closes it. */
+  public static RedisClient newRedisClient(Duration timeout) {
+    return redisClient(redis(), timeout);
+  }
+
+  /** A new client (RESP2) of the Redis server at {@code uri} with that socket timeout. */
+  static RedisClient redisClient(URI uri, Duration timeout) {
+    return RedisClient.builder()
+        .hostAndPort(new HostAndPort(uri.getHost(), uri.getPort()))
+        .clientConfig(DefaultJedisClientConfig.builder().resp2().timeoutMillis((int) timeout.toMillis()).build())
+        .build();
   }
 
   private static Postgres resolvePostgres() {

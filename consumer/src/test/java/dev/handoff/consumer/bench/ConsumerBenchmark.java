@@ -1,6 +1,5 @@
 package dev.handoff.consumer.bench;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.consumer.ConsumerListener;
 import dev.handoff.consumer.FailureIsolation;
@@ -27,8 +26,6 @@ import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import redis.clients.jedis.DefaultJedisClientConfig;
-import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.params.XAddParams;
 
@@ -68,15 +65,8 @@ public final class ConsumerBenchmark {
     int messages = args.length > 1 ? Integer.parseInt(args[1]) : 10_000;
     TestServers.Postgres pg = TestServers.postgres();
     URI redisUri = TestServers.redis();
-    HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(pg.jdbcUrl());
-    if (pg.user() != null) {
-      config.setUsername(pg.user());
-    }
-    config.setMaximumPoolSize(4);
-    try (HikariDataSource ds = new HikariDataSource(config);
-        RedisClient redis = RedisClient.builder().hostAndPort(new HostAndPort(redisUri.getHost(), redisUri.getPort()))
-            .clientConfig(DefaultJedisClientConfig.builder().resp2().build()).build()) {
+    try (HikariDataSource ds = TestServers.newDataSource(null, 4);
+        RedisClient redis = TestServers.newRedisClient(Duration.ofSeconds(2))) {
       try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
         s.execute("DROP SCHEMA IF EXISTS " + SCHEMA + " CASCADE");
       }

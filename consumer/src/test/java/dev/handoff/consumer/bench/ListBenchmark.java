@@ -1,6 +1,5 @@
 package dev.handoff.consumer.bench;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.MessageHandler;
@@ -19,7 +18,6 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.params.ScanParams;
@@ -42,20 +40,10 @@ public final class ListBenchmark {
   public static void main(String[] args) throws Exception {
     int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 3;
     int messages = args.length > 1 ? Integer.parseInt(args[1]) : 20_000;
-    TestServers.Postgres pg = TestServers.postgres();
     URI redisUri = TestServers.redis();
-    HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(pg.jdbcUrl());
-    if (pg.user() != null) {
-      config.setUsername(pg.user());
-      config.setPassword(pg.password());
-    }
-    config.setMaximumPoolSize(8);
-    config.setSchema(SCHEMA);
     HostAndPort redisAddress = new HostAndPort(redisUri.getHost(), redisUri.getPort());
-    try (HikariDataSource ds = new HikariDataSource(config);
-        RedisClient redis = RedisClient.builder().hostAndPort(redisAddress)
-            .clientConfig(DefaultJedisClientConfig.builder().resp2().build()).build()) {
+    try (HikariDataSource ds = TestServers.newDataSource(SCHEMA, 8);
+        RedisClient redis = TestServers.newRedisClient(Duration.ofSeconds(2))) {
       for (int round = 1; round <= rounds; round++) {
         for (boolean list : new boolean[] {false, true}) {
           reset(ds, redis);

@@ -1,6 +1,5 @@
 package dev.handoff.outbox.bench;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Message;
@@ -44,13 +43,7 @@ public final class AppendBenchmark {
     int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 3;
     int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 4;
     TestServers.Postgres pg = TestServers.postgres();
-    HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(pg.jdbcUrl());
-    if (pg.user() != null) {
-      config.setUsername(pg.user());
-    }
-    config.setMaximumPoolSize(2);
-    try (HikariDataSource ds = new HikariDataSource(config)) {
+    try (HikariDataSource ds = TestServers.newDataSource(null, 2)) {
       try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
         s.execute("DROP SCHEMA IF EXISTS " + SCHEMA + " CASCADE");
       }

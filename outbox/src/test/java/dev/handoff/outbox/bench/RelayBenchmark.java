@@ -1,6 +1,5 @@
 package dev.handoff.outbox.bench;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Message;
@@ -11,7 +10,6 @@ import dev.handoff.outbox.StreamMessage;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.internal.Json;
 import dev.handoff.testing.TestServers;
-import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -27,8 +25,6 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import redis.clients.jedis.DefaultJedisClientConfig;
-import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Pipeline;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.StreamEntryID;
@@ -57,19 +53,8 @@ public final class RelayBenchmark {
     int rows = args.length > 0 ? Integer.parseInt(args[0]) : 200_000;
     int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 2;
     int latencySeconds = args.length > 2 ? Integer.parseInt(args[2]) : 20;
-    TestServers.Postgres pg = TestServers.postgres();
-    URI redisUri = TestServers.redis();
-    HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(pg.jdbcUrl());
-    if (pg.user() != null) {
-      config.setUsername(pg.user());
-    }
-    config.setMaximumPoolSize(8);
-    try (HikariDataSource ds = new HikariDataSource(config);
-        RedisClient redis = RedisClient.builder()
-            .hostAndPort(new HostAndPort(redisUri.getHost(), redisUri.getPort()))
-            .clientConfig(DefaultJedisClientConfig.builder().resp2().timeoutMillis(10_000).build())
-            .build()) {
+    try (HikariDataSource ds = TestServers.newDataSource(null, 8);
+        RedisClient redis = TestServers.newRedisClient(Duration.ofSeconds(10))) {
       exec(ds, "DROP SCHEMA IF EXISTS " + SCHEMA + " CASCADE");
       HandoffMigrations.migrate(ds, SCHEMA);
       String key = StreamFormat.streamKey(PREFIX, "payments", 0);
