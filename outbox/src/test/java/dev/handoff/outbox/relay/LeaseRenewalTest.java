@@ -48,7 +48,7 @@ class LeaseRenewalTest {
   void aCycleLongerThanTheLeaseTtlKeepsItsLeaseSoNoOtherRelayTakesTheShardMeanwhile() throws Exception {
     CountDownLatch inCycle = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
-    StreamAssertions.append(env, TOPIC, 20);
+    RelayTestSupport.append(env, TOPIC, 20);
     Relay slow = relay("relay-slow").faults(blockBeforeTheFirstWrite(inCycle, release)).build();
     try (Relay other = relay("relay-other").build()) {
       slow.start();
@@ -72,15 +72,15 @@ class LeaseRenewalTest {
       release.countDown();
       slow.close(Duration.ofSeconds(10));
     }
-    List<StreamAssertions.Entry> entries =
-        StreamAssertions.entries(env.redis(), StreamFormat.streamKey(env.keyPrefix(), TOPIC, 0));
+    List<RelayTestSupport.Entry> entries =
+        RelayTestSupport.entries(env.redis(), StreamFormat.streamKey(env.keyPrefix(), TOPIC, 0));
     assertThat(entries).hasSize(20);
-    StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+    RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, entries);
   }
 
   @Test
   void aRelayThreadThatDiedRenewsNothingSoAnotherRelayTakesItsShardAfterTheTtl() throws Exception {
-    StreamAssertions.append(env, TOPIC, 10);
+    RelayTestSupport.append(env, TOPIC, 10);
     Relay crashed = relay("relay-crashed").faults(new RelayFaults() {
       @Override
       public void afterStreamWrite(ShardId shard, int rows) {
@@ -103,17 +103,17 @@ class LeaseRenewalTest {
     } finally {
       crashed.close(Duration.ofSeconds(1));
     }
-    List<StreamAssertions.Entry> entries =
-        StreamAssertions.entries(env.redis(), StreamFormat.streamKey(env.keyPrefix(), TOPIC, 0));
+    List<RelayTestSupport.Entry> entries =
+        RelayTestSupport.entries(env.redis(), StreamFormat.streamKey(env.keyPrefix(), TOPIC, 0));
     assertThat(entries).as("the crashed batch's entries were not added twice").hasSize(10);
-    StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+    RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, entries);
   }
 
   @Test
   void aRelayThreadStuckForTwoTtlsStopsRenewingSoAnotherRelayTakesItsShard() throws Exception {
     CountDownLatch inCycle = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
-    StreamAssertions.append(env, TOPIC, 10);
+    RelayTestSupport.append(env, TOPIC, 10);
     Relay stuck = relay("relay-stuck").faults(blockBeforeTheFirstWrite(inCycle, release)).build();
     try (Relay successor = relay("relay-successor").build()) {
       stuck.start();
@@ -139,10 +139,10 @@ class LeaseRenewalTest {
       release.countDown();
       stuck.close(Duration.ofSeconds(5));
     }
-    List<StreamAssertions.Entry> entries =
-        StreamAssertions.entries(env.redis(), StreamFormat.streamKey(env.keyPrefix(), TOPIC, 0));
+    List<RelayTestSupport.Entry> entries =
+        RelayTestSupport.entries(env.redis(), StreamFormat.streamKey(env.keyPrefix(), TOPIC, 0));
     assertThat(entries).hasSize(10);
-    StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+    RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, entries);
   }
 
   private RelayBuilder relay(String owner) {

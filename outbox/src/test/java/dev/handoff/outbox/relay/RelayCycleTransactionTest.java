@@ -88,9 +88,9 @@ class RelayCycleTransactionTest {
     assertThat(env.queryLong("select count(*) from relay_lease where batch_ids is not null")).isZero();
     long total = 0;
     for (int shard = 0; shard < TOPIC.shards(); shard++) {
-      List<StreamAssertions.Entry> entries = StreamAssertions.entries(env.redis(), key(shard));
+      List<RelayTestSupport.Entry> entries = RelayTestSupport.entries(env.redis(), key(shard));
       assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize(entries.size());
-      StreamAssertions.assertIdsIncreaseAndMatchOutbox(env, entries);
+      RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, entries);
       total += entries.size();
     }
     assertThat(total).isEqualTo(300);
