@@ -69,6 +69,21 @@ class BenchTest {
         .isEqualTo(env.queryLong("SELECT count(*) FROM payment WHERE payment_id LIKE 'history-%'"))
         .isEqualTo(20_000);
     assertThat(LedgerAudit.audit(env.dataSource(), env.schema(), "ledger").passed()).isTrue();
+
+    // Right after it, the raw pipeline at the same rate: every one of its payments charged exactly once, counted in
+    // its own schema before that was dropped, and the comparison printed and reported.
+    Matcher raw = Pattern.compile("^e2e raw run 1 \\(500/s\\): payments (\\d+) charge rows (\\d+) charged payments"
+        + " (\\d+)$", Pattern.MULTILINE).matcher(printed);
+    assertThat(raw.find()).as("raw pipeline line in:%n%s", printed).isTrue();
+    long rawPayments = Long.parseLong(raw.group(1));
+    assertThat(rawPayments).isGreaterThan(500);
+    assertThat(Long.parseLong(raw.group(2))).as("raw charge rows").isEqualTo(rawPayments);
+    assertThat(Long.parseLong(raw.group(3))).as("raw payments charged").isEqualTo(rawPayments);
+    assertThat(printed).containsPattern("(?m)^end-to-end vs raw pipeline \\(500/s\\): \\d+% of raw's \\S+/s$");
+    assertThat(md).contains("## End to end against a raw pipeline", "### Database commits per payment",
+        "each charged once");
+    // The raw run wrote nothing into the main schema.
+    assertThat(env.queryLong("SELECT count(*) FROM charge WHERE ledger = 'raw'")).isZero();
     // The auxiliary schemas are gone.
     assertThat(env.queryLong("SELECT count(*) FROM pg_namespace WHERE nspname LIKE ?", env.schema() + "\\_%"))
         .isZero();

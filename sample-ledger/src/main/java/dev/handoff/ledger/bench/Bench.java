@@ -26,6 +26,7 @@ import redis.clients.jedis.UnifiedJedis;
  * <p>Phases: (1) components on a fixed backlog of {@code payments}: raw producer inserts, the payment service, a
  * hand-written at-least-once relay loop, a raw pipelined XADD, the relay, the ledger consumer and a raw batched insert
  * of the consumer's marker and charge; (2) end to end at each producer rate for {@code duration}, then the drain;
+ * after each, the raw pipeline at the same rate ({@code RawPipeline}: the same job with no handoff code);
  * (3) optionally the scale checks: flat out with an empty outbox versus one with {@code retained} published rows, and
  * producers outrunning rate-limited consumers tenfold. Phase 1 is {@code Components}; each later run is an
  * {@code EndToEnd}, its figures from {@code RunAnalysis}.
@@ -113,7 +114,8 @@ public final class Bench {
       double producedRate, double windowThroughput, double endToEnd, long latencySamples, long unrecordedCommits,
       double p50, double p95, double p99, double max, double drainSeconds, boolean drained, double dbTps,
       double backlogGrowth, long peakBacklog, long peakHeap, long peakHeapAfterGc, List<Sample> samples,
-      double[] secT, double[] secP50, double[] secP99, double[] secMax, double[] secCharged, long[] histogram) {
+      double[] secT, double[] secP50, double[] secP99, double[] secMax, double[] secCharged, long[] histogram,
+      Commits commits) {
 
     /** Whether a fixed rate was held: produced within 2%, no lasting backlog growth, drained within 2 s. */
     public boolean sustained() {
@@ -121,9 +123,26 @@ public final class Bench {
     }
   }
 
+  /**
+   * Database commits of one run, whole run (drain included). {@code database} is the {@code pg_stat_database}
+   * {@code xact_commit} delta less the sampler's own; {@code relayCounted} says whether {@code relay} was counted in
+   * process (the raw pipeline) or derived as {@code database - producer - consumer} (handoff: its relay's
+   * transactions and any the consumer issues besides its batches).
+   */
+  public record Commits(long producer, long relay, long consumer, long database, boolean relayCounted) {}
+
+  /** The raw pipeline's run at one rate, and its exact counts from the raw schema before it was dropped. */
+  public record RawRun(Run run, long chargeRows, long chargedPayments) {
+
+    /** Every payment charged exactly once. */
+    public boolean exact() {
+      return chargeRows == run.paid() && chargedPayments == run.paid();
+    }
+  }
+
   /** Everything measured. */
-  public record Result(Environment env, Config config, Parts parts, List<Run> runs, Run empty, Run retained,
-      double retainedInsertSeconds, Run overload) {}
+  public record Result(Environment env, Config config, Parts parts, List<Run> runs, List<RawRun> raw, Run empty,
+      Run retained, double retainedInsertSeconds, Run overload) {}
 
   /** Histogram bucket upper bounds in milliseconds (the last bucket is open). */
   static final double[] BUCKETS_MS = {1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000, 2000,
@@ -133,8 +152,8 @@ public final class Bench {
 
   /**
    * Runs the benchmark. The main schema and key prefix must hold no payments and no streams yet; the auxiliary ones
-   * ({@code <schema>_parts}, {@code _empty}, {@code _retained}, {@code _overload} and the same suffixes on the key
-   * prefix) belong to the benchmark: they are dropped before use and, unless {@code keep}, after.
+   * ({@code <schema>_parts}, {@code _raw}, {@code _empty}, {@code _retained}, {@code _overload} and the same
+   * suffixes on the key prefix) belong to the benchmark: they are dropped before use and, unless {@code keep}, after.
    */
   public static Result run(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer,
       JedisClientConfig redisConfig, Config config, String described, PrintWriter out) {
@@ -152,11 +171,21 @@ public final class Bench {
     Parts parts = new Components(servers, config, fixtures, log).measure();
 
     List<Run> runs = new ArrayList<>();
+    List<RawRun> raw = new ArrayList<>();
+    RawPipeline rawPipeline = new RawPipeline(servers, config, log);
     int i = 1;
     for (double rate : config.rates()) {
       String name = rate == 0 ? "flat out" : String.format("%,.0f/s", rate);
-      runs.add(endToEnd.run(new EndToEnd.Spec("run " + i + " (" + name + ")", config.schema(), config.keyPrefix(),
-          "r" + i + "-", rate, 0, true)));
+      Run run = endToEnd.run(new EndToEnd.Spec("run " + i + " (" + name + ")", config.schema(), config.keyPrefix(),
+          "r" + i + "-", rate, 0, true));
+      runs.add(run);
+      int n = i;
+      // Right after the handoff run, on the same servers and settings, in a schema and key prefix of its own.
+      RawRun rawRun = inAux(fixtures, "raw", BenchFixtures.History.FULL, (schema, prefix) -> rawPipeline.run(
+          "raw run " + n + " (" + name + ")", schema, prefix, "w" + n + "-", rate));
+      raw.add(rawRun);
+      log.printf("end-to-end vs raw pipeline (%s): %.0f%% of raw's %,.0f/s%n", name,
+          100 * run.endToEnd() / rawRun.run().endToEnd(), rawRun.run().endToEnd());
       i++;
     }
 
@@ -186,19 +215,19 @@ public final class Bench {
           new EndToEnd.Spec(String.format("overload: producers %,.0f/s, consumers limited to %,.0f/s", rate,
               rate / 10), schema, prefix, "o-", rate, rate / 10, false)));
     }
-    return new Result(env, config, parts, runs, empty, retained, insertSeconds, overload);
+    return new Result(env, config, parts, runs, raw, empty, retained, insertSeconds, overload);
   }
 
-  private interface AuxRun {
-    Run run(String schema, String prefix);
+  private interface AuxRun<R> {
+    R run(String schema, String prefix);
   }
 
   /** A run in the auxiliary schema and key prefix named by {@code suffix}, prepared with {@code history}. */
-  private static Run inAux(BenchFixtures fixtures, String suffix, BenchFixtures.History history, AuxRun body) {
+  private static <R> R inAux(BenchFixtures fixtures, String suffix, BenchFixtures.History history, AuxRun<R> body) {
     String schema = fixtures.aux(suffix);
     String prefix = fixtures.auxPrefix(suffix);
     fixtures.prepareAux(schema, prefix, history);
-    Run run = body.run(schema, prefix);
+    R run = body.run(schema, prefix);
     fixtures.cleanUp(schema, prefix);
     return run;
   }

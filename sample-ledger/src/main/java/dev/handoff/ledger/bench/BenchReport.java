@@ -127,6 +127,8 @@ public final class BenchReport {
         }
       }
 
+      md.append(RawPipelineReport.section(r));
+
       // Charts
       List<Svg.Series> tput = new ArrayList<>();
       for (Bench.Run run : all) {

@@ -7,7 +7,8 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The end-to-end run's listener on its ledger consumer: the commit time of each charge (the other end of
- * commit-to-charge), the charges counted, and, with a consumer limit, the pacing that holds the group to it.
+ * commit-to-charge), the charges and batch commits counted, and, with a consumer limit, the pacing that holds the
+ * group to it.
  */
 final class ChargeRecorder implements ConsumerListener {
 
@@ -17,6 +18,7 @@ final class ChargeRecorder implements ConsumerListener {
   private final AtomicLong limited = new AtomicLong();
   private final AtomicLong charged = new AtomicLong();
   private final AtomicLong unrecorded = new AtomicLong();
+  private final AtomicLong batches = new AtomicLong();
 
   /** @param consumerLimit entries per second the whole group may settle; 0 is no limit */
   ChargeRecorder(Timings timings, double consumerLimit) {
@@ -39,6 +41,7 @@ final class ChargeRecorder implements ConsumerListener {
 
   @Override
   public void batchCommitted(int size, Duration elapsed) {
+    batches.incrementAndGet();
     if (consumerLimit > 0) {
       // Pacing: this worker waits until the group's budget allows the entries it just settled.
       long due = limitStart + (long) (limited.addAndGet(size) / consumerLimit * 1e9);
@@ -52,6 +55,11 @@ final class ChargeRecorder implements ConsumerListener {
   /** Charges so far. */
   long charged() {
     return charged.get();
+  }
+
+  /** The consumer's batch transactions that committed (one database commit each). */
+  long batchCommits() {
+    return batches.get();
   }
 
   /** Charges of payments whose commit was not recorded yet when they were charged. */

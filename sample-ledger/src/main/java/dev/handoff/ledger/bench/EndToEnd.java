@@ -37,6 +37,7 @@ record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log) {
     long origin = System.nanoTime();
     Timings timings = new Timings(origin);
     AtomicLong paid = new AtomicLong();
+    AtomicLong producerCommits = new AtomicLong();
     PaymentService service = new PaymentService(servers.dataSource(), spec.schema(), config.topic());
     Relay relay = config.relay(servers, spec.schema(), spec.prefix(), "bench-relay");
     ChargeRecorder charges = new ChargeRecorder(timings, spec.consumerLimit());
@@ -53,12 +54,13 @@ record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log) {
     long t0 = System.nanoTime();
     PacedProducers producers = new PacedProducers("bench-producer-", config.producers(), config.producerBatch(),
         spec.rate());
-    producers.start(t0, t0 + duration.toNanos(), service, (base, count) -> BenchPayments.batch(spec.idPrefix(),
-        base, count), (base, batch, now) -> {
+    producers.start(t0, t0 + duration.toNanos(), service::payAll, (base, count) -> BenchPayments.batch(
+        spec.idPrefix(), base, count), (base, batch, now) -> {
           for (int i = 0; i < batch.size(); i++) {
             timings.committed(base + i, now);
           }
           paid.addAndGet(batch.size());
+          producerCommits.incrementAndGet();
         });
     producers.join();
     long stopped = System.nanoTime();
@@ -91,7 +93,7 @@ record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log) {
     probe.close();
     Bench.Run run = RunAnalysis.analyse(new RunAnalysis.Measured(spec.name(), spec.rate(), spec.consumerLimit(),
         timings, t0 - origin, stopped - origin, total, charges.charged(), charges.unrecorded(), drainSeconds,
-        drained, samples), config.warmupSeconds());
+        drained, samples, producerCommits.get(), -1, charges.batchCommits()), config.warmupSeconds());
     summarize(run);
     return run;
   }

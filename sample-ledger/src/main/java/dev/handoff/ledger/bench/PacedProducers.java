@@ -1,22 +1,26 @@
 package dev.handoff.ledger.bench;
 
 import dev.handoff.ledger.Payment;
-import dev.handoff.ledger.PaymentService;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * Producer threads of the benchmark and the soak: each pays {@code perTransaction} payments per transaction through
- * the payment service, at its share of {@code rate} (or flat out at rate 0), until a deadline. The first failure
- * stops its thread and is kept for the caller.
+ * Producer threads of the benchmark and the soak: each pays {@code perTransaction} payments per transaction (through
+ * the payment service, or the raw pipeline's plain inserts), at its share of {@code rate} (or flat out at rate 0),
+ * until a deadline. The first failure stops its thread and is kept for the caller.
  */
 final class PacedProducers {
 
   /** The payments numbered {@code base} to {@code base + count - 1}. */
   interface Payments {
     List<Payment> batch(long base, int count);
+  }
+
+  /** Writes one transaction of payments and commits it. */
+  interface Pay {
+    void pay(List<Payment> batch) throws Exception;
   }
 
   /** Called on the producer's thread right after {@code batch} (numbered from {@code base}) committed. */
@@ -40,7 +44,7 @@ final class PacedProducers {
   }
 
   /** Starts the producers, paced from {@code from} and stopping at {@code until} ({@link System#nanoTime()}). */
-  void start(long from, long until, PaymentService service, Payments payments, Committed committed) {
+  void start(long from, long until, Pay pay, Payments payments, Committed committed) {
     AtomicLong next = new AtomicLong();
     int pb = perTransaction;
     double perProducer = rate / producers;
@@ -60,7 +64,7 @@ final class PacedProducers {
             }
             long base = next.getAndAdd(pb);
             List<Payment> batch = payments.batch(base, pb);
-            service.payAll(batch);
+            pay.pay(batch);
             committed.committed(base, batch, System.nanoTime());
           }
         } catch (Throwable e) {

@@ -2,7 +2,6 @@ package dev.handoff.ledger.bench;
 
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.Payment;
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -23,14 +22,6 @@ record RawConsumerBaseline(DataSource dataSource, String schema, int workers, in
 
   /** Writes the markers and charges of {@code n} messages; returns messages per second. */
   double run(int n) {
-    String marker = "INSERT INTO " + schema + ".inbox (consumer_group, message_id, stream_id, outcome)"
-        + " SELECT ?, m, s, 'processed' FROM unnest(?::uuid[], ?::text[]) AS u(m, s) ORDER BY m"
-        + " ON CONFLICT DO NOTHING RETURNING message_id";
-    String charge = "INSERT INTO " + schema + ".charge (ledger, payment_id, message_id, amount_cents)"
-        + " SELECT ?, m.payment_id, m.message_id, m.amount_cents"
-        + " FROM unnest(?::varchar[], ?::uuid[], ?::bigint[]) AS m(payment_id, message_id, amount_cents)"
-        + " WHERE NOT EXISTS (SELECT 1 FROM " + schema + ".payment p WHERE p.payment_id = m.payment_id AND p.poison)"
-        + " RETURNING payment_id";
     AtomicLong next = new AtomicLong();
     AtomicReference<Throwable> failure = new AtomicReference<>();
     List<Thread> threads = new ArrayList<>();
@@ -56,20 +47,7 @@ record RawConsumerBaseline(DataSource dataSource, String schema, int workers, in
               paymentIds[i] = ps.get(i).paymentId();
               amounts[i] = ps.get(i).amountCents();
             }
-            try (PreparedStatement m = tx.prepareStatement(marker)) {
-              m.setString(1, "raw");
-              m.setArray(2, tx.createArrayOf("uuid", ids));
-              m.setArray(3, tx.createArrayOf("text", streamIds));
-              drain(m.executeQuery());
-            }
-            try (PreparedStatement c = tx.prepareStatement(charge)) {
-              c.setString(1, "raw");
-              Array a = tx.createArrayOf("varchar", paymentIds);
-              c.setArray(2, a);
-              c.setArray(3, tx.createArrayOf("uuid", ids));
-              c.setArray(4, tx.createArrayOf("bigint", amounts));
-              drain(c.executeQuery());
-            }
+            write(tx, schema, "raw", ids, streamIds, paymentIds, amounts);
             tx.commit();
           }
         } catch (Throwable e) {
@@ -83,6 +61,35 @@ record RawConsumerBaseline(DataSource dataSource, String schema, int workers, in
       throw new LedgerException("raw consumer baseline failed: " + failure.get(), failure.get());
     }
     return n / ((System.nanoTime() - t0) / 1e9);
+  }
+
+  /**
+   * The inbox markers and charges of one batch on {@code tx}, which the caller commits: the ledger consumer's two
+   * statements, shared with the raw pipeline's consumer so that both baselines write the same rows.
+   */
+  static void write(Connection tx, String schema, String group, UUID[] ids, String[] streamIds, String[] paymentIds,
+      Long[] amounts) throws SQLException {
+    String marker = "INSERT INTO " + schema + ".inbox (consumer_group, message_id, stream_id, outcome)"
+        + " SELECT ?, m, s, 'processed' FROM unnest(?::uuid[], ?::text[]) AS u(m, s) ORDER BY m"
+        + " ON CONFLICT DO NOTHING RETURNING message_id";
+    String charge = "INSERT INTO " + schema + ".charge (ledger, payment_id, message_id, amount_cents)"
+        + " SELECT ?, m.payment_id, m.message_id, m.amount_cents"
+        + " FROM unnest(?::varchar[], ?::uuid[], ?::bigint[]) AS m(payment_id, message_id, amount_cents)"
+        + " WHERE NOT EXISTS (SELECT 1 FROM " + schema + ".payment p WHERE p.payment_id = m.payment_id AND p.poison)"
+        + " RETURNING payment_id";
+    try (PreparedStatement m = tx.prepareStatement(marker)) {
+      m.setString(1, group);
+      m.setArray(2, tx.createArrayOf("uuid", ids));
+      m.setArray(3, tx.createArrayOf("text", streamIds));
+      drain(m.executeQuery());
+    }
+    try (PreparedStatement c = tx.prepareStatement(charge)) {
+      c.setString(1, group);
+      c.setArray(2, tx.createArrayOf("varchar", paymentIds));
+      c.setArray(3, tx.createArrayOf("uuid", ids));
+      c.setArray(4, tx.createArrayOf("bigint", amounts));
+      drain(c.executeQuery());
+    }
   }
 
   private static void drain(ResultSet rs) throws SQLException {

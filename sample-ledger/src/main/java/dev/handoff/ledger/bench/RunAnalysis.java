@@ -13,9 +13,13 @@ final class RunAnalysis {
 
   private RunAnalysis() {}
 
-  /** What an end-to-end run recorded. Times in nanoseconds after the origin of {@code timings}. */
+  /**
+   * What an end-to-end run recorded. Times in nanoseconds after the origin of {@code timings}. Commits counted in
+   * process: {@code relayCommits} is -1 where the relay's are not counted (handoff's), to be derived.
+   */
   record Measured(String name, double rate, double consumerLimit, Timings timings, long startNs, long stopNs,
-      long paid, long charged, long unrecorded, double drainSeconds, boolean drained, List<Bench.Sample> samples) {}
+      long paid, long charged, long unrecorded, double drainSeconds, boolean drained, List<Bench.Sample> samples,
+      long producerCommits, long relayCommits, long consumerCommits) {}
 
   /** Latencies in nanoseconds, sorted; those per second of charge time; counts. */
   private record Charges(long[] sorted, List<List<Long>> perSecond, long inWindow, long[] histogram) {}
@@ -41,7 +45,24 @@ final class RunAnalysis {
         c.inWindow() / window, endToEnd, n, m.unrecorded(), pct(sorted, 0.50), pct(sorted, 0.95), pct(sorted, 0.99),
         n == 0 ? Double.NaN : sorted[n - 1] / 1e6, m.drainSeconds(), m.drained(), tl.dbTps(), tl.backlogGrowth(),
         tl.peakBacklog(), tl.peakHeap(), tl.peakAfterGc(), List.copyOf(m.samples()), s.t(), s.p50(), s.p99(),
-        s.max(), s.count(), c.histogram());
+        s.max(), s.count(), c.histogram(), commits(m));
+  }
+
+  /**
+   * The run's commits: those counted, and the {@code xact_commit} delta from the first sample to the last less one
+   * transaction per later sample (the sampler's own query). PostgreSQL flushes each backend's counters at most once a
+   * second, so the delta can miss up to about a second of commits at the end: approximate.
+   */
+  private static Bench.Commits commits(Measured m) {
+    List<Bench.Sample> samples = m.samples();
+    Bench.Sample first = samples.get(0);
+    Bench.Sample last = samples.get(samples.size() - 1);
+    long database = first.xactCommit() < 0 || last.xactCommit() < 0 ? -1
+        : last.xactCommit() - first.xactCommit() - (samples.size() - 1);
+    boolean counted = m.relayCommits() >= 0;
+    long relay = counted ? m.relayCommits() : database < 0 ? -1
+        : database - m.producerCommits() - m.consumerCommits();
+    return new Bench.Commits(m.producerCommits(), relay, m.consumerCommits(), database, counted);
   }
 
   /** Latencies of payments committed after the warm-up, and charges per second of charge time. */

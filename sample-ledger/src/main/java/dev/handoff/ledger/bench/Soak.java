@@ -162,7 +162,7 @@ public final class Soak {
     long end = origin + config.duration().toNanos();
     PacedProducers producers = new PacedProducers("soak-producer-", config.producers(), config.producerBatch(),
         config.rate());
-    producers.start(origin, end, new PaymentService(dataSource, schema, config.topic()), Soak::payments,
+    producers.start(origin, end, new PaymentService(dataSource, schema, config.topic())::payAll, Soak::payments,
         (base, batch, now) -> {
           batch.forEach(b -> committedAt.put(b.paymentId(), now));
           paid.addAndGet(batch.size());

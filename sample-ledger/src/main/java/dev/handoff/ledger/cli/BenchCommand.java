@@ -22,7 +22,8 @@ import redis.clients.jedis.RedisClient;
 
 /** {@code bench}: the end-to-end benchmark with its baselines and a report; see {@link Bench}. */
 @Command(name = "bench", description = "End-to-end benchmark: payments -> outbox -> relay -> Redis Streams ->"
-    + " ledger consumer, beside raw baselines of the same SQL and a raw pipelined XADD; writes report.md and SVG"
+    + " ledger consumer, beside raw baselines of the same SQL, a raw pipelined XADD and, after each end-to-end run,"
+    + " a raw pipeline of the whole job at the same rate; writes report.md and SVG"
     + " charts. Starts embedded PostgreSQL (durable unless --unsafe-fast-db) and Redis unless URLs are given.")
 final class BenchCommand implements Callable<Integer> {
 
@@ -113,7 +114,7 @@ final class BenchCommand implements Callable<Integer> {
   String redisUrl;
 
   @Option(names = "--schema", defaultValue = "bench",
-      description = "schema, which must hold no payments yet; <schema>_parts, _empty, _retained, _overload are"
+      description = "schema, which must hold no payments yet; <schema>_parts, _raw, _empty, _retained, _overload are"
           + " the benchmark's own and dropped (${DEFAULT-VALUE})")
   String schema;
 
