@@ -182,6 +182,11 @@ abstract class AbstractConsumer {
     WorkerLoop.run(w, this::running, stopping);
   }
 
+  /** The immutable settings this consumer runs with. */
+  public final ConsumerConfig config() {
+    return config;
+  }
+
   /** Closes with the default deadline of 30 s; see {@link #close(Duration)}. */
   public final void close() {
     close(DEFAULT_CLOSE_DEADLINE);

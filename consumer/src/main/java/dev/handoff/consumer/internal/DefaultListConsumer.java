@@ -77,11 +77,6 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   }
 
   @Override
-  public ConsumerConfig config() {
-    return config;
-  }
-
-  @Override
   public void start() {
     beginStart();
     startHousekeeping(true);

@@ -72,11 +72,6 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   }
 
   @Override
-  public ConsumerConfig config() {
-    return config;
-  }
-
-  @Override
   public void start() {
     beginStart();
     try {
