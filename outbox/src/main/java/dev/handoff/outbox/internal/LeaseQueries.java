@@ -48,13 +48,15 @@ final class LeaseQueries {
     raiseWatermark = "UPDATE " + lease + " SET watermark_ms = ?, watermark_seq = ?, updated_at = now()"
         + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? AND (watermark_ms, watermark_seq) < (?, ?)";
     // One statement, so one commit, whatever the number of shards: the membership heartbeat and every lease the
-    // owner holds, each keeping its epoch. A lease taken by another relay has another owner and is not touched.
+    // relay holds, each keeping its epoch. A lease taken by another relay has another owner or epoch: not touched.
     // Locked in (topic, shard) order, as the relay's multi-shard transactions lock them (topic names are ASCII, so
     // Java's order is the "C" collation's): two of them never wait for each other in a cycle.
     renewAll = "WITH beat AS (INSERT INTO " + member + " (owner) VALUES (?)"
         + " ON CONFLICT (owner) DO UPDATE SET heartbeat_at = now()),"
-        + " mine AS (SELECT topic, shard FROM " + lease + " WHERE owner = ?"
-        + " ORDER BY topic COLLATE \"C\", shard FOR UPDATE)"
+        + " mine AS (SELECT l.topic, l.shard FROM " + lease + " l"
+        + " JOIN unnest(?::text[], ?::int[], ?::bigint[]) AS o(topic, shard, epoch)"
+        + " ON l.topic = o.topic AND l.shard = o.shard AND l.epoch = o.epoch"
+        + " WHERE l.owner = ? ORDER BY l.topic COLLATE \"C\", l.shard FOR UPDATE OF l)"
         + " UPDATE " + lease + " l SET expires_at = clock_timestamp() + make_interval(secs => ?), updated_at = now()"
         + " FROM mine WHERE l.topic = mine.topic AND l.shard = mine.shard RETURNING l.topic, l.shard, l.epoch";
     // Forgetting long-dead members and counting the live ones is one statement: the count reads the snapshot taken
@@ -160,15 +162,30 @@ final class LeaseQueries {
   }
 
   /**
-   * Records that this relay is alive and renews every lease it holds, in one statement.
+   * Records that this relay is alive and renews the leases of {@code owned} (shard to epoch), in one statement. Only
+   * those: a lease row that still names this owner but that the relay does not know it holds (a restarted process
+   * under the same owner name that took fewer shards than before) is left to expire, so that another relay takes it.
    *
    * @return the epoch of each lease renewed
    */
-  Map<ShardId, Long> renewAll(Connection c, String owner, Duration ttl) throws SQLException {
+  Map<ShardId, Long> renewAll(Connection c, String owner, Duration ttl, Map<ShardId, Long> owned)
+      throws SQLException {
+    String[] topics = new String[owned.size()];
+    Integer[] shards = new Integer[owned.size()];
+    Long[] epochs = new Long[owned.size()];
+    int i = 0;
+    for (Map.Entry<ShardId, Long> e : owned.entrySet()) {
+      topics[i] = e.getKey().topic();
+      shards[i] = e.getKey().shard();
+      epochs[i++] = e.getValue();
+    }
     try (PreparedStatement ps = c.prepareStatement(renewAll)) {
       ps.setString(1, owner);
-      ps.setString(2, owner);
-      ps.setDouble(3, ttl.toMillis() / 1000.0);
+      ps.setArray(2, c.createArrayOf("text", topics));
+      ps.setArray(3, c.createArrayOf("int4", shards));
+      ps.setArray(4, c.createArrayOf("int8", epochs));
+      ps.setString(5, owner);
+      ps.setDouble(6, ttl.toMillis() / 1000.0);
       Map<ShardId, Long> renewed = new HashMap<>();
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {

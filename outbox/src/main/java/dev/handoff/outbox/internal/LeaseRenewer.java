@@ -100,7 +100,7 @@ final class LeaseRenewer {
   /** Renews every lease held, and reports the owned ones whose renewal found another owner. */
   void renewNow(Connection c) throws SQLException {
     Map<ShardId, Long> expected = owned;
-    Map<ShardId, Long> renewed = leases.renewAll(c, config.owner(), config.leaseTtl());
+    Map<ShardId, Long> renewed = leases.renewAll(c, config.owner(), config.leaseTtl(), expected);
     expected.forEach((shard, epoch) -> {
       if (!epoch.equals(renewed.get(shard))) {
         lost.add(new Lost(shard, epoch));

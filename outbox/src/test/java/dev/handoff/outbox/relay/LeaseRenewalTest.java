@@ -145,9 +145,38 @@ class LeaseRenewalTest {
     RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, entries);
   }
 
+  @Test
+  void aRelayRestartedUnderTheSameNameRenewsOnlyTheLeasesItTookSoTheRestGoToAnotherRelay() throws Exception {
+    TopicConfig topic = TopicConfig.of("renamed").withShards(4);
+    Relay before = relay("relay-fixed", topic).build();
+    before.relayOnce(); // holds all four, then its process is gone without giving them back
+    assertThat(before.ownedShards()).hasSize(4);
+    try (Relay other = relay("relay-other", topic).build();
+        Relay restarted = relay("relay-fixed", topic).build()) {
+      other.relayOnce(); // alive, but every lease is still held
+      assertThat(other.ownedShards()).isEmpty();
+
+      restarted.relayOnce(); // two relays alive: it takes its fair share, two of the four rows that name it
+
+      assertThat(restarted.ownedShards()).hasSize(2);
+      await().atMost(Duration.ofSeconds(30)).until(() -> {
+        restarted.relayOnce(); // renews what it holds, and only that
+        other.relayOnce();
+        return other.ownedShards().size() == 2;
+      });
+      assertThat(restarted.ownedShards()).hasSize(2).doesNotContainAnyElementsOf(other.ownedShards());
+      assertThat(env.queryLong("select count(*) from relay_lease where topic = 'renamed' and owner = 'relay-other'"
+          + " and epoch = 2")).as("taken over, so fenced with a new epoch").isEqualTo(2);
+    }
+  }
+
   private RelayBuilder relay(String owner) {
+    return relay(owner, TopicConfig.of(TOPIC));
+  }
+
+  private RelayBuilder relay(String owner, TopicConfig topic) {
     return Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
-        .topic(TopicConfig.of(TOPIC)).owner(owner).leaseTtl(TTL).idlePollInterval(Duration.ofMillis(50));
+        .topic(topic).owner(owner).leaseTtl(TTL).idlePollInterval(Duration.ofMillis(50));
   }
 
   /** Holds the relay's thread inside its first cycle, after the batch was assigned and before Redis hears of it. */
