@@ -5,8 +5,8 @@ import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.testkit.RelayFaults;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * Who takes part in the demo: the relays, the ledger consumers (each one it builds is kept, for the counts and the
@@ -19,7 +19,8 @@ final class DemoCast {
 
   private final LedgerServers servers;
   private final Demo.Config config;
-  private final List<LedgerConsumer> ledgers = new ArrayList<>();
+  // Added to by the demo's script while its progress thread sums the counters.
+  private final List<LedgerConsumer> ledgers = new CopyOnWriteArrayList<>();
 
   DemoCast(LedgerServers servers, Demo.Config config) {
     this.servers = servers;
@@ -87,7 +88,7 @@ final class DemoCast {
     long failed = 0;
     long deadLettered = 0;
     long reclaimed = 0;
-    for (LedgerConsumer c : List.copyOf(ledgers)) {
+    for (LedgerConsumer c : ledgers) {
       handled += c.counters().handled();
       duplicates += c.counters().duplicates();
       failed += c.counters().failed();
