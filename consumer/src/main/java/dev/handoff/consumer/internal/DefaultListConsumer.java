@@ -213,7 +213,9 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
     Map<String, Long> processing = new LinkedHashMap<>();
     Map<String, Boolean> alive = new LinkedHashMap<>();
     String oldest = null;
-    for (ListQueues.Holder h : redis.holders(list)) {
+    // One snapshot of the list and its processing lists, so that an element in motion is never missed by both.
+    ListQueues.Snapshot snapshot = redis.snapshot(list);
+    for (ListQueues.Holder h : snapshot.holders()) {
       String name = ListFormat.consumerOf(h.processingKey());
       processing.put(name, h.length());
       alive.put(name, h.alive());
@@ -231,7 +233,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
       backlog = -1; // the consumer does not share the producer's database
     }
     return new ListStatus.ShardStatus(list, relay.get("capacity") == null ? -1 : Long.parseLong(relay.get("capacity")),
-        redis.length(list), processing, alive, oldest, age, relay.get("last"), backlog);
+        snapshot.waiting(), processing, alive, oldest, age, relay.get("last"), backlog);
   }
 
   @Override

@@ -119,12 +119,14 @@ public final class ListQueues implements AutoCloseable {
       end
       return {returned, consumers}""");
 
-  // KEYS: list, registry. Per registered processing list: key, length, alive, lowest ID ('' when empty).
   /** The relay's own script: the lowest ID a list or its processing lists hold (see the outbox module). */
   private static final LuaScript LOWEST_HELD = ListScripts.resource("/dev/handoff/outbox/list-watermark.lua");
 
+  // KEYS: list, registry. Reply: LLEN of the list, then per registered processing list: key, length, alive, lowest ID
+  // ('' when empty). One script, so one atomic snapshot: an element moving between the list and a processing list (a
+  // take, a reaper's return) is counted once, never zero times.
   private static final LuaScript HOLDERS = ListScripts.of("""
-      local out = {}
+      local out = {redis.call('LLEN', KEYS[1])}
       local entries = redis.call('HKEYS', KEYS[2])
       for i = 1, #entries do
         local p = entries[i]
@@ -231,16 +233,20 @@ public final class ListQueues implements AutoCloseable {
     return new long[] {Long.parseLong(id.substring(0, dash)), Long.parseLong(id.substring(dash + 1))};
   }
 
-  public List<Holder> holders(String list) {
+  /** What one shard holds at one instant: the list's length and every registered processing list. */
+  public record Snapshot(long waiting, List<Holder> holders) {}
+
+  /** The list and its processing lists, read in one script: an atomic snapshot. */
+  public Snapshot snapshot(String list) {
     List<?> reply = (List<?>) run(HOLDERS, commands, List.of(list, ListFormat.consumersKey(list)), List.of());
-    List<Holder> out = new ArrayList<>(reply.size());
-    for (Object o : reply) {
+    List<Holder> out = new ArrayList<>(reply.size() - 1);
+    for (Object o : reply.subList(1, reply.size())) {
       List<?> h = (List<?>) o;
       String oldest = text(h.get(3));
       out.add(new Holder(text(h.get(0)), ((Number) h.get(1)).longValue(), ((Number) h.get(2)).longValue() == 1,
           oldest.isEmpty() ? null : oldest));
     }
-    return out;
+    return new Snapshot(((Number) reply.get(0)).longValue(), out);
   }
 
   /** The relay's hash: capacity, last pushed ID. */
