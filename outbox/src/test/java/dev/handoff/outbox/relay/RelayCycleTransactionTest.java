@@ -13,7 +13,6 @@ import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.testkit.RelayFaults;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
-import java.sql.Connection;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -97,16 +96,11 @@ class RelayCycleTransactionTest {
   }
 
   private void append(int n) throws Exception {
-    Outbox outbox = Outbox.builder().schema(env.schema()).topic(TOPIC).build();
-    try (Connection tx = env.dataSource().getConnection()) {
-      tx.setAutoCommit(false);
-      List<Message> batch = new ArrayList<>();
-      for (int i = 0; i < n; i++) {
-        batch.add(Message.builder(TOPIC.name(), "entry.posted").key("account-" + i).payload("entry-" + i).build());
-      }
-      outbox.appendAll(tx, batch);
-      tx.commit();
+    List<Message> batch = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      batch.add(Message.builder(TOPIC.name(), "entry.posted").key("account-" + i).payload("entry-" + i).build());
     }
+    RelayTestSupport.appendAll(env, Outbox.builder().schema(env.schema()).topic(TOPIC).build(), batch);
   }
 
   private String key(int shard) {

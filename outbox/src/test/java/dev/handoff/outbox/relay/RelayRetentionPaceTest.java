@@ -3,7 +3,6 @@ package dev.handoff.outbox.relay;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
@@ -16,10 +15,8 @@ import dev.handoff.outbox.testkit.RelayFaults;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;
-import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -242,15 +239,7 @@ class RelayRetentionPaceTest {
   }
 
   private void append(Outbox outbox, String topic, int n) throws SQLException {
-    try (Connection tx = env.dataSource().getConnection()) {
-      tx.setAutoCommit(false);
-      List<Message> batch = new ArrayList<>();
-      for (int i = 0; i < n; i++) {
-        batch.add(Message.builder(topic, "entry").payload("p" + i).build());
-      }
-      outbox.appendAll(tx, batch);
-      tx.commit();
-    }
+    RelayTestSupport.appendAll(env, outbox, RelayTestSupport.unkeyed(topic, n));
   }
 
   private static String lastDelivered(RedisClient redis, String key, String group) {

@@ -132,16 +132,11 @@ final class RelayTestSupport {
 
   /** Appends {@code n} messages keyed {@code k0, k1, ...} to {@code topic} in one committed transaction. */
   static void appendKeyed(TestEnvironment env, String topic, int n) throws SQLException {
-    Outbox outbox = Outbox.builder().schema(env.schema()).build();
-    try (Connection tx = env.dataSource().getConnection()) {
-      tx.setAutoCommit(false);
-      List<Message> batch = new ArrayList<>();
-      for (int i = 0; i < n; i++) {
-        batch.add(Message.builder(topic, "order.placed").key("k" + i).payload("payload-" + i).build());
-      }
-      outbox.appendAll(tx, batch);
-      tx.commit();
+    List<Message> batch = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      batch.add(Message.builder(topic, "order.placed").key("k" + i).payload("payload-" + i).build());
     }
+    appendAll(env, Outbox.builder().schema(env.schema()).build(), batch);
   }
 
   /**
@@ -171,14 +166,23 @@ final class RelayTestSupport {
 
   /** Appends {@code n} messages to {@code topic} through the outbox, in one committed transaction. */
   static void append(TestEnvironment env, String topic, int n) throws SQLException {
-    Outbox outbox = Outbox.builder().schema(env.schema()).build();
+    appendAll(env, Outbox.builder().schema(env.schema()).build(), unkeyed(topic, n));
+  }
+
+  /** {@code n} messages of {@code topic} without a key, payloads {@code p0, p1, ...}. */
+  static List<Message> unkeyed(String topic, int n) {
+    List<Message> batch = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      batch.add(Message.builder(topic, "entry").payload("p" + i).build());
+    }
+    return batch;
+  }
+
+  /** Appends {@code messages} through {@code outbox} in one committed transaction. */
+  static void appendAll(TestEnvironment env, Outbox outbox, List<Message> messages) throws SQLException {
     try (Connection tx = env.dataSource().getConnection()) {
       tx.setAutoCommit(false);
-      List<Message> batch = new ArrayList<>();
-      for (int i = 0; i < n; i++) {
-        batch.add(Message.builder(topic, "entry").payload("p" + i).build());
-      }
-      outbox.appendAll(tx, batch);
+      outbox.appendAll(tx, messages);
       tx.commit();
     }
   }
