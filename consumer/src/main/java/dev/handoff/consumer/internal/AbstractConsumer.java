@@ -95,10 +95,14 @@ abstract class AbstractConsumer {
     this.abandonNote = words.abandonNote();
   }
 
-  /** What every worker of this consumer shares. */
-  protected final DeliveryWorker.Shared sharedByWorkers(ConsumerFaults faults) {
+  /**
+   * What every worker of this consumer shares.
+   *
+   * @param afterRedisFailure run when a worker meets a Redis failure, before it pauses
+   */
+  protected final DeliveryWorker.Shared sharedByWorkers(ConsumerFaults faults, Runnable afterRedisFailure) {
     return new DeliveryWorker.Shared(config, settler, reporter, faults, this::running, this::abandoning, log,
-        words.workerLabel());
+        words.workerLabel(), afterRedisFailure);
   }
 
   protected final OutcomeReporter reporter() {

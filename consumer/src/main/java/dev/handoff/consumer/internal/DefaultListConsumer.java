@@ -54,7 +54,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
     }
     this.redis = new ListQueues(redisServer, redisConfig, config.workers(), config.block(), config.redisPoolWait());
     this.outbox = new OutboxQueries(config.schema());
-    DeliveryWorker.Shared shared = sharedByWorkers(faults);
+    DeliveryWorker.Shared shared = sharedByWorkers(faults, redis::dropIdleConnections);
     this.workers = new ListWorker[config.workers()];
     for (int i = 0; i < workers.length; i++) {
       workers[i] = new ListWorker(shared, i, redis, listKeys, () -> halted);

@@ -55,7 +55,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     this.groups = new StreamGroups(config, redis, reporter(), log);
     this.streamKeys = groups.keys();
     this.inspector = new StreamInspector(redis, streamKeys, config.group());
-    DeliveryWorker.Shared shared = sharedByWorkers(faults);
+    DeliveryWorker.Shared shared = sharedByWorkers(faults, redis::dropIdleConnections);
     this.workers = new StreamWorker[config.workers()];
     for (int i = 0; i < workers.length; i++) {
       workers[i] = new StreamWorker(shared, i, redis, groups);

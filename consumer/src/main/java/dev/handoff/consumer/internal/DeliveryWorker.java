@@ -26,7 +26,7 @@ abstract class DeliveryWorker implements WorkerLoop {
 
   /** What every worker of one consumer shares. */
   record Shared(ConsumerConfig config, BatchSettler settler, OutcomeReporter reporter, ConsumerFaults faults,
-      BooleanSupplier running, BooleanSupplier abandoning, Logger log, String label) {}
+      BooleanSupplier running, BooleanSupplier abandoning, Logger log, String label, Runnable afterRedisFailure) {}
 
   final int index;
   final String name;
@@ -55,6 +55,7 @@ abstract class DeliveryWorker implements WorkerLoop {
   @Override
   public void redisFailed(JedisException e) {
     shared.log().warn("{} {}: Redis unavailable ({}); retrying", shared.label(), name, e.toString());
+    shared.afterRedisFailure().run();
   }
 
   /**

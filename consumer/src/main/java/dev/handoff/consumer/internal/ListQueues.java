@@ -183,8 +183,8 @@ public final class ListQueues implements AutoCloseable {
     if (elements.isEmpty()) {
       return 0;
     }
-    return ((Number) run(ACK, commands, List.of(processing, ListFormat.deliveriesKey(list)),
-        pairs(elements, messageIds))).longValue();
+    return RedisConnections.onceMoreOnBrokenConnection(commands, () -> ((Number) run(ACK, commands,
+        List.of(processing, ListFormat.deliveriesKey(list)), pairs(elements, messageIds))).longValue());
   }
 
   /** Counts one delivery without outcome per element still held; -1 for one no longer held. */
@@ -256,6 +256,11 @@ public final class ListQueues implements AutoCloseable {
     out.put("capacity", values.get(0));
     out.put("last", values.get(1) == null ? null : values.get(1) + "-" + values.get(2));
     return out;
+  }
+
+  /** After a connection failure: see {@link RedisConnections#dropIdle}. */
+  public void dropIdleConnections() {
+    RedisConnections.dropIdle(commands, readers);
   }
 
   @Override

@@ -1,11 +1,13 @@
 package dev.handoff.consumer.internal;
 
 import java.time.Duration;
+import java.util.function.Supplier;
 import redis.clients.jedis.ConnectionPoolConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.exceptions.JedisConnectionException;
 
 /**
  * The two connection pools every consumer keeps, both RESP2 (raw replies are parsed) and both with a finite wait:
@@ -36,6 +38,36 @@ final class RedisConnections {
   static Duration blockingSocketTimeout(Duration block) {
     long millis = block.toMillis();
     return Duration.ofMillis(millis + Math.max(1_000, millis / 2));
+  }
+
+  /**
+   * Runs an idempotent command, and once more after a connection failure, on a connection opened afresh. A Redis
+   * that restarted leaves every idle pooled connection broken, and each would fail once: an acknowledgement lost
+   * that way costs a redelivery after {@code minIdle}. So the pool's idle connections are dropped before the second
+   * try; a second failure is thrown, with the first one suppressed in it.
+   */
+  static <T> T onceMoreOnBrokenConnection(RedisClient client, Supplier<T> idempotent) {
+    try {
+      return idempotent.get();
+    } catch (JedisConnectionException first) {
+      dropIdle(client);
+      try {
+        return idempotent.get();
+      } catch (JedisConnectionException again) {
+        again.addSuppressed(first);
+        throw again;
+      }
+    }
+  }
+
+  /**
+   * Drops the idle connections of each pool, after a connection failure: if Redis restarted they are all broken, and
+   * each would fail once more, whoever borrowed it next (a status read, an acknowledgement).
+   */
+  static void dropIdle(RedisClient... clients) {
+    for (RedisClient client : clients) {
+      client.getPool().clear();
+    }
   }
 
   private static ConnectionPoolConfig pool(int size, Duration poolWait) {

@@ -212,7 +212,8 @@ public final class RedisGroups implements AutoCloseable {
     if (ids.isEmpty()) {
       return 0;
     }
-    return commands.xack(bytes(streamKey), group, rawIds(ids));
+    return RedisConnections.onceMoreOnBrokenConnection(commands,
+        () -> commands.xack(bytes(streamKey), group, rawIds(ids)));
   }
 
   /** Acknowledges the entries of several streams in one round trip; returns how many Redis acknowledged. */
@@ -224,20 +225,22 @@ public final class RedisGroups implements AutoCloseable {
       }
       return acked;
     }
-    List<Response<Long>> replies = new ArrayList<>(idsByStream.size());
-    try (Pipeline p = commands.pipelined()) {
-      idsByStream.forEach((key, ids) -> {
-        if (!ids.isEmpty()) {
-          replies.add(p.xack(bytes(key), group, rawIds(ids)));
-        }
-      });
-      p.sync();
-    }
-    long acked = 0;
-    for (Response<Long> r : replies) {
-      acked += r.get();
-    }
-    return acked;
+    return RedisConnections.onceMoreOnBrokenConnection(commands, () -> {
+      List<Response<Long>> replies = new ArrayList<>(idsByStream.size());
+      try (Pipeline p = commands.pipelined()) {
+        idsByStream.forEach((key, ids) -> {
+          if (!ids.isEmpty()) {
+            replies.add(p.xack(bytes(key), group, rawIds(ids)));
+          }
+        });
+        p.sync();
+      }
+      long acked = 0;
+      for (Response<Long> r : replies) {
+        acked += r.get();
+      }
+      return acked;
+    });
   }
 
   private static byte[][] rawIds(List<String> ids) {
@@ -320,6 +323,11 @@ public final class RedisGroups implements AutoCloseable {
   /** The group this client reads for. */
   String groupName() {
     return groupName;
+  }
+
+  /** After a connection failure: see {@link RedisConnections#dropIdle}. */
+  public void dropIdleConnections() {
+    RedisConnections.dropIdle(commands, readers);
   }
 
   @Override
