@@ -53,6 +53,16 @@ public interface ConsumerListener {
   default void batchCommitted(int size, Duration elapsed) {}
 
   /**
+   * The environment failed under {@code worker} (a database or Redis connection, a privilege, a table, a handler's
+   * {@link RetryLaterException}): it holds its batch, counts no delivery and retries with backoff. Called once per
+   * pause, not per attempt.
+   */
+  default void paused(String worker, Throwable cause) {}
+
+  /** {@code worker}'s first attempt since its {@linkplain #paused pause} went through, after {@code pausedFor}. */
+  default void resumed(String worker, Duration pausedFor) {}
+
+  /**
    * A {@linkplain HandoffConsumer#replayFromOutbox replay from the outbox} settled another page; {@code soFar} holds
    * its totals up to here. Called on the thread that runs the replay.
    */

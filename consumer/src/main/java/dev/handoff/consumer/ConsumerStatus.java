@@ -18,12 +18,14 @@ import java.util.TreeMap;
  * @param streams one entry per shard
  * @param deadLetters dead letters of this group still in status {@code dead} (from the database)
  * @param duplicatesSkipped duplicates this consumer instance skipped since it was built (not persisted)
+ * @param paused this instance's workers paused by a failure of the environment, with their reasons (not persisted)
  */
 public record ConsumerStatus(String group, String topic, List<StreamStatus> streams, long deadLetters,
-    long duplicatesSkipped) implements GroupStatus {
+    long duplicatesSkipped, List<PausedWorker> paused) implements GroupStatus {
 
   public ConsumerStatus {
     streams = List.copyOf(streams);
+    paused = List.copyOf(paused);
   }
 
   /** Never-delivered entries over all shards (a lower bound when some shard's count is not exact). */

@@ -15,12 +15,14 @@ import java.util.Map;
  * @param shards one entry per shard
  * @param deadLetters dead letters of this group still in status {@code dead}
  * @param duplicatesSkipped duplicates this consumer instance skipped since it was built (not persisted)
+ * @param paused this instance's workers paused by a failure of the environment, with their reasons (not persisted)
  */
 public record ListStatus(String group, String topic, List<ShardStatus> shards, long deadLetters,
-    long duplicatesSkipped) implements GroupStatus {
+    long duplicatesSkipped, List<PausedWorker> paused) implements GroupStatus {
 
   public ListStatus {
     shards = List.copyOf(shards);
+    paused = List.copyOf(paused);
   }
 
   /** Elements waiting in the lists. */

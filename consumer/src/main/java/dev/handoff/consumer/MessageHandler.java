@@ -15,8 +15,20 @@ import java.sql.Connection;
  * effects on {@code tx} are committed at most once per consumer group: the marker's primary key is the fence.
  * Effects outside {@code tx} (HTTP calls, e-mails) get no such guarantee.
  *
- * <p>Throwing marks the message as failed: its transaction work is undone, the stream entry stays pending and is
- * retried after a backoff, and after {@code maxDeliveries} attempts it is dead-lettered with the exception's text.
+ * <p>What a throw costs depends on whose fault it is, read from the exception and its causes:
+ * <ul>
+ *   <li><b>The message's</b> (anything not listed below, a constraint violation included): the transaction work
+ *       is undone, the delivery counts, the message is retried after a backoff, and after {@code maxDeliveries}
+ *       attempts it is dead-lettered with the exception's text.
+ *   <li><b>The environment's</b>: SQLSTATE class 08 (connection), 42501 (privilege), 42P01 and 42703 (undefined
+ *       table or column), class 53 (resources), 57P01 to 57P03 (shutdown), 25006 (read-only), a Redis connection
+ *       or permission failure, or a {@link RetryLaterException}. The batch is rolled back, <b>no delivery counts
+ *       and nothing is dead-lettered</b>; the worker holds the batch, pauses with backoff (one WARN per pause,
+ *       {@link ConsumerListener#paused}, {@link GroupStatus#paused}) and settles it again once an attempt goes
+ *       through.
+ *   <li><b>A conflict</b>: 40001 (serialization failure) and 40P01 (deadlock). The batch's transaction is run
+ *       again at once, up to 10 times, without counting; past that it is paused as above.
+ * </ul>
  */
 @FunctionalInterface
 public interface MessageHandler {

@@ -6,6 +6,7 @@ import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.InboxPurgeResult;
 import dev.handoff.consumer.OutboxRange;
+import dev.handoff.consumer.PausedWorker;
 import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.outbox.testkit.SimulatedCrash;
@@ -13,6 +14,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Set;
@@ -103,6 +105,18 @@ abstract class AbstractConsumer {
   protected final DeliveryWorker.Shared sharedByWorkers(ConsumerFaults faults, Runnable afterRedisFailure) {
     return new DeliveryWorker.Shared(config, settler, reporter, faults, this::running, this::abandoning, log,
         words.workerLabel(), afterRedisFailure);
+  }
+
+  /** The pauses of {@code workers}, in worker order. */
+  protected static List<PausedWorker> pausedOf(DeliveryWorker[] workers) {
+    List<PausedWorker> out = new ArrayList<>();
+    for (DeliveryWorker w : workers) {
+      PausedWorker p = w.pause();
+      if (p != null) {
+        out.add(p);
+      }
+    }
+    return out;
   }
 
   protected final OutcomeReporter reporter() {

@@ -74,6 +74,15 @@ final class BatchSettler {
     }
   }
 
+  /** The environment failed (see {@link Blame#ENVIRONMENT}): nothing in the batch is the messages' fault. */
+  private static final class EnvironmentFailed extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    EnvironmentFailed(Throwable cause) {
+      super(cause);
+    }
+  }
+
   /** The consumer is closing past its deadline: stop, roll back, leave everything unacknowledged. */
   private static final class Abandoned extends RuntimeException {
     private static final long serialVersionUID = 1L;
@@ -102,6 +111,9 @@ final class BatchSettler {
   private final InboxQueries inbox;
   private final VerdictWriter verdicts;
   private final String group;
+
+  /** How often a batch is run again at once after serialization failures or deadlocks, before it is paused. */
+  static final int CONFLICT_RETRIES = 10;
 
   BatchSettler(ConsumerConfig config, DataSource dataSource) {
     this.config = config;
@@ -143,6 +155,7 @@ final class BatchSettler {
     Deque<Unit> queue = new ArrayDeque<>();
     queue.add(new Unit(candidates, dead, lost));
     Connection c = null;
+    int conflicts = 0;
     try {
       c = dataSource.getConnection();
       c.setAutoCommit(false);
@@ -154,53 +167,75 @@ final class BatchSettler {
         try {
           out.transactions++;
           attempt(c, u, mode, recovered, out, hook, abandon);
-        } catch (HandlerFailed hf) {
-          Delivery d = u.candidates.get(hf.index);
-          List<Delivery> rest = new ArrayList<>(u.candidates);
-          rest.remove(hf.index);
-          List<Dead> deadNow = new ArrayList<>(u.dead);
-          if (isFinal(d, mode)) {
-            deadNow.add(new Dead(d, describe(hf.getCause())));
-          } else {
-            out.failed.add(new Failure(d, hf.getCause()));
+        } catch (HandlerFailed | Unattributable failure) {
+          Blame blame = Blame.of(failure.getCause());
+          if (blame == Blame.CONFLICT && conflicts++ < CONFLICT_RETRIES) {
+            out.conflictsRetried++;
+            queue.addFirst(u); // the same work again at once: a conflict says nothing about these messages
+            continue;
           }
-          queue.addFirst(new Unit(rest, deadNow, u.lost));
-        } catch (Unattributable ua) {
-          if (Jdbc.broken(c, ua.getCause()) || u.candidates.isEmpty()) {
-            queue.addFirst(u); // abandoned with the rest
-            throw ua;
+          if (blame != Blame.MESSAGE) {
+            queue.addFirst(u);
+            throw new EnvironmentFailed(failure.getCause());
           }
-          if (u.candidates.size() == 1 && u.dead.isEmpty() && u.lost.isEmpty()) {
-            Delivery d = u.candidates.get(0);
-            if (isFinal(d, mode)) {
-              queue.addFirst(new Unit(List.of(), List.of(new Dead(d, describe(ua.getCause()))), List.of()));
-            } else {
-              out.failed.add(new Failure(d, ua.getCause()));
-            }
-          } else if (!u.dead.isEmpty() || !u.lost.isEmpty()) {
-            queue.addFirst(new Unit(u.candidates, List.of(), List.of()));
-            queue.addFirst(new Unit(List.of(), u.dead, u.lost));
-          } else {
-            int half = u.candidates.size() / 2;
-            queue.addFirst(new Unit(u.candidates.subList(half, u.candidates.size()), List.of(), List.of()));
-            queue.addFirst(new Unit(u.candidates.subList(0, half), List.of(), List.of()));
-          }
+          isolate(c, u, failure, mode, out, queue);
         }
       }
     } catch (Abandoned e) {
       queue.addFirst(e.unit);
       abandonAll(queue, out);
-    } catch (Unattributable | SQLException | RuntimeException e) {
-      Throwable cause = e instanceof Unattributable ? e.getCause() : e;
+    } catch (EnvironmentFailed | Unattributable | SQLException | RuntimeException e) {
+      Throwable cause = e instanceof EnvironmentFailed || e instanceof Unattributable ? e.getCause() : e;
       out.databaseError = cause;
       abandonAll(queue, out);
-      log.debug("batch of consumer group '{}' abandoned after a database failure", group, cause);
+      log.debug("batch of consumer group '{}' abandoned after a failure of the environment", group, cause);
     } finally {
       if (c != null) {
         Jdbc.giveBack(c);
       }
     }
     return out;
+  }
+
+  /**
+   * Puts a message's failure where it belongs: the named culprit out of the unit (failed, or dead when this was its
+   * last delivery), or an unattributable failure split down until it can be pinned on one message.
+   */
+  private void isolate(Connection c, Unit u, Exception failure, Mode mode, Settled out, Deque<Unit> queue)
+      throws Unattributable {
+    if (failure instanceof HandlerFailed hf) {
+      Delivery d = u.candidates.get(hf.index);
+      List<Delivery> rest = new ArrayList<>(u.candidates);
+      rest.remove(hf.index);
+      List<Dead> deadNow = new ArrayList<>(u.dead);
+      if (isFinal(d, mode)) {
+        deadNow.add(new Dead(d, describe(hf.getCause())));
+      } else {
+        out.failed.add(new Failure(d, hf.getCause()));
+      }
+      queue.addFirst(new Unit(rest, deadNow, u.lost));
+      return;
+    }
+    Unattributable ua = (Unattributable) failure;
+    if (Jdbc.broken(c, ua.getCause()) || u.candidates.isEmpty()) {
+      queue.addFirst(u); // abandoned with the rest
+      throw ua;
+    }
+    if (u.candidates.size() == 1 && u.dead.isEmpty() && u.lost.isEmpty()) {
+      Delivery d = u.candidates.get(0);
+      if (isFinal(d, mode)) {
+        queue.addFirst(new Unit(List.of(), List.of(new Dead(d, describe(ua.getCause()))), List.of()));
+      } else {
+        out.failed.add(new Failure(d, ua.getCause()));
+      }
+    } else if (!u.dead.isEmpty() || !u.lost.isEmpty()) {
+      queue.addFirst(new Unit(u.candidates, List.of(), List.of()));
+      queue.addFirst(new Unit(List.of(), u.dead, u.lost));
+    } else {
+      int half = u.candidates.size() / 2;
+      queue.addFirst(new Unit(u.candidates.subList(half, u.candidates.size()), List.of(), List.of()));
+      queue.addFirst(new Unit(u.candidates.subList(0, half), List.of(), List.of()));
+    }
   }
 
   /** What is left in the queue decided nothing: it stays unacknowledged. */
@@ -305,6 +340,9 @@ final class BatchSettler {
               throw new Unattributable(e);
             }
             throw new HandlerFailed(i, e);
+          }
+          if (Blame.of(e) != Blame.MESSAGE) {
+            throw new Unattributable(e); // the whole transaction is redone or paused, not this message failed
           }
           c.rollback(sp);
           inbox.delete(c, group, id);

@@ -205,7 +205,8 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
     } catch (SQLException e) {
       throw new ConsumerException("could not read the status of consumer group '" + config.group() + "'", e);
     }
-    return new ListStatus(config.group(), config.topic().name(), shards, dead, reporter().duplicatesSkipped());
+    return new ListStatus(config.group(), config.topic().name(), shards, dead, reporter().duplicatesSkipped(),
+        pausedOf(workers));
   }
 
   private ListStatus.ShardStatus shardStatus(Connection c, int shard, long now) {

@@ -107,7 +107,8 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     } catch (SQLException e) {
       throw new ConsumerException("could not count the dead letters of consumer group '" + config.group() + "'", e);
     }
-    return new ConsumerStatus(config.group(), config.topic().name(), streams, dead, reporter().duplicatesSkipped());
+    return new ConsumerStatus(config.group(), config.topic().name(), streams, dead, reporter().duplicatesSkipped(),
+        pausedOf(workers));
   }
 
   @Override
@@ -202,7 +203,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
         }
         try {
           for (String lostId : redis.renew(e.getKey(), w.name, ids)) {
-            if (e.getValue().contains(lostId)) {
+            if (e.getValue().remove(lostId)) {
               log.warn("Consumer {}: entry {} of {} was claimed by another consumer while still being handled;"
                   + " the inbox marker decides which commit counts", w.name, lostId, e.getKey());
               reporter().emit(l -> l.leaseLost(e.getKey(), lostId));

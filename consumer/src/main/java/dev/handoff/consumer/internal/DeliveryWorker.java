@@ -1,10 +1,12 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
+import dev.handoff.consumer.PausedWorker;
 import dev.handoff.consumer.PollResult;
 import dev.handoff.consumer.internal.Settled.Failure;
 import dev.handoff.consumer.testkit.ConsumerFaults;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -34,6 +36,7 @@ abstract class DeliveryWorker implements WorkerLoop {
   protected final ConsumerConfig config;
   private final Backoff backoff;
   private Throwable lastDatabaseError;
+  private volatile PausedWorker pause;
 
   DeliveryWorker(Shared shared, int index) {
     this.shared = shared;
@@ -53,9 +56,50 @@ abstract class DeliveryWorker implements WorkerLoop {
   }
 
   @Override
+  public void databaseFailed(Throwable error) {
+    environmentFailed(error);
+  }
+
+  @Override
   public void redisFailed(JedisException e) {
-    shared.log().warn("{} {}: Redis unavailable ({}); retrying", shared.label(), name, e.toString());
     shared.afterRedisFailure().run();
+    environmentFailed(e);
+  }
+
+  @Override
+  public void stepSucceeded() {
+    PausedWorker p = pause;
+    if (p != null) {
+      pause = null;
+      Duration pausedFor = Duration.between(p.since(), Instant.now(config.clock()));
+      shared.log().info("{} {}: resumed after {} ms and {} failed retr(ies) since: {}", shared.label(), name,
+          pausedFor.toMillis(), p.retries(), p.reason());
+      shared.reporter().emit(l -> l.resumed(name, pausedFor));
+    }
+  }
+
+  /** The pause the environment's failure put this worker in, or null while it works. */
+  PausedWorker pause() {
+    return pause;
+  }
+
+  /** One WARN when a pause begins, not one per attempt or per message: an outage is one event. */
+  private void environmentFailed(Throwable cause) {
+    PausedWorker p = pause;
+    if (p == null) {
+      String reason = oneLine(cause);
+      pause = new PausedWorker(name, reason, Instant.now(config.clock()), 0);
+      shared.log().warn("{} {}: paused by a failure of its environment, not of a message ({}); retrying with"
+          + " backoff, counting no delivery, until an attempt goes through", shared.label(), name, reason);
+      shared.reporter().emit(l -> l.paused(name, cause));
+    } else {
+      pause = new PausedWorker(p.worker(), p.reason(), p.since(), p.retries() + 1);
+      shared.log().debug("{} {}: still paused: {}", shared.label(), name, oneLine(cause));
+    }
+  }
+
+  private static String oneLine(Throwable e) {
+    return e.toString().replaceAll("\\s*\\R\\s*", " ").strip();
   }
 
   /**

@@ -59,12 +59,6 @@ final class ListWorker extends DeliveryWorker {
   }
 
   @Override
-  public void databaseFailed(Throwable error) {
-    shared.log().warn("List consumer {}: database failure, unsettled elements are held for a retry: {}", name,
-        error.toString());
-  }
-
-  @Override
   public void redisFailed(JedisException e) {
     super.redisFailed(e);
     forgetHeld();

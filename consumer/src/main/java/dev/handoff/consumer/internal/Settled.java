@@ -22,10 +22,13 @@ final class Settled {
   final List<Dead> dead = new ArrayList<>();
   final List<Delivery> lost = new ArrayList<>();
   final List<Failure> failed = new ArrayList<>();
-  /** Left unacknowledged without a verdict because the database failed or close abandoned the batch. */
+  /** Left unacknowledged without a verdict because the environment failed or close abandoned the batch. */
   final List<Delivery> abandoned = new ArrayList<>();
+  /** The environment's failure that abandoned the batch (see {@link Blame#ENVIRONMENT}), or null. */
   Throwable databaseError;
   int transactions;
+  /** Transactions run again at once after a serialization failure or deadlock. */
+  int conflictsRetried;
 
   int committed() {
     return handled.size() + duplicates.size() + dead.size() + lost.size();

@@ -19,8 +19,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * pass is due, claim abandoned entries ({@code XAUTOCLAIM}, one step per stream, continuing the cursor of the
  * previous step until it comes back as {@code 0-0}); fill the rest of the batch with new entries
  * ({@code XREADGROUP >}, blocking only when nothing else was found); settle; XACK what committed; push failed
- * entries' idle time back by their backoff. An abandoned entry simply stays pending, for this worker's own replay
- * or another consumer's reclaim.
+ * entries' idle time back by their backoff. A batch that the environment's failure abandoned (the database, a
+ * grant, a table) is held by the worker, its leases renewed, and settled again once the pause is over, so the
+ * outage counts no delivery; one that close abandoned stays pending, for this worker's own replay or another
+ * consumer's reclaim.
  *
  * <p>Not thread-safe, except {@link #inFlight}, which the lease keeper reads.
  */
@@ -31,7 +33,12 @@ final class StreamWorker extends DeliveryWorker {
   private final Map<String, String> ownCursor = new LinkedHashMap<>();
   private boolean ownPendingDone;
   private int rotation;
-  /** The entries of the batch being settled, per stream: what the lease keeper renews. */
+  /** A batch the environment's failure abandoned, to settle again as it was read, without reading it again. */
+  private List<Delivery> heldAfterFailure = List.of();
+  /**
+   * The entries of the batch being settled or held, per stream: what the lease keeper renews. An entry it finds
+   * taken by another consumer is removed, so the worker does not settle it again.
+   */
   final Map<String, Set<String>> inFlight = new ConcurrentHashMap<>();
 
   StreamWorker(Shared shared, int index, RedisGroups redis, StreamGroups groups) {
@@ -47,11 +54,7 @@ final class StreamWorker extends DeliveryWorker {
       ownCursor.put(key, "0-0");
     }
     ownPendingDone = false;
-  }
-
-  @Override
-  public void databaseFailed(Throwable error) {
-    shared.log().warn("Consumer {}: database failure, unsettled entries stay pending: {}", name, error.toString());
+    heldAfterFailure = List.of(); // the replay of this worker's pending entries reads them again
   }
 
   @Override
@@ -76,6 +79,13 @@ final class StreamWorker extends DeliveryWorker {
   PollResult step(boolean blocking) {
     try {
       groups.ensure();
+      if (!heldAfterFailure.isEmpty()) {
+        List<Delivery> again = stillHeld(heldAfterFailure);
+        heldAfterFailure = List.of();
+        if (!again.isEmpty()) {
+          return settle(again, 0);
+        }
+      }
       List<Delivery> batch = new ArrayList<>();
       if (!ownPendingDone) {
         replayOwn(batch);
@@ -193,6 +203,18 @@ final class StreamWorker extends DeliveryWorker {
   @Override
   protected void afterSettle() {
     inFlight.clear();
+    beforeSettle(heldAfterFailure); // still this worker's: keep their leases renewed through the pause
+  }
+
+  private List<Delivery> stillHeld(List<Delivery> held) {
+    List<Delivery> out = new ArrayList<>(held.size());
+    for (Delivery d : held) {
+      Set<String> ids = inFlight.get(d.streamKey);
+      if (ids != null && ids.contains(d.id)) {
+        out.add(d);
+      }
+    }
+    return out;
   }
 
   @Override
@@ -215,6 +237,9 @@ final class StreamWorker extends DeliveryWorker {
   /** A failed entry stays pending; its idle time is set back so that it becomes claimable when its backoff ends. */
   @Override
   protected void holdForRetry(List<Failure> failed, Map<Delivery, Duration> backoffs, List<Delivery> abandoned) {
+    if (!abandoned.isEmpty() && !shared.abandoning().getAsBoolean()) {
+      heldAfterFailure = List.copyOf(abandoned);
+    }
     Map<String, Map<String, Long>> defer = new HashMap<>();
     for (Failure f : failed) {
       Delivery d = f.delivery();

@@ -19,6 +19,9 @@ interface WorkerLoop {
   /** Reports Redis as unavailable while the consumer still runs; the loop then pauses. */
   void redisFailed(JedisException e);
 
+  /** Reports a step that went through, after failures or not. */
+  void stepSucceeded();
+
   /** Handles any other failure of a step, an Error included: true to pause and go on, false to end the loop. */
   boolean failed(Throwable e);
 
@@ -36,6 +39,7 @@ interface WorkerLoop {
           pause(errors++, stopping);
         } else {
           errors = 0;
+          w.stepSucceeded();
         }
       } catch (JedisException e) {
         // Once closed (an abandoned batch interrupted, or the connections gone), a Redis failure ends the loop.

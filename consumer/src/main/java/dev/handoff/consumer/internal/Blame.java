@@ -1,0 +1,67 @@
+package dev.handoff.consumer.internal;
+
+import dev.handoff.consumer.RetryLaterException;
+import java.sql.SQLException;
+import java.util.Set;
+import redis.clients.jedis.exceptions.JedisAccessControlException;
+import redis.clients.jedis.exceptions.JedisConnectionException;
+import redis.clients.jedis.exceptions.JedisDataException;
+
+/**
+ * Whose fault a failure in a batch's transaction is. Only the message's own faults count as deliveries and can end
+ * in a dead letter; the environment's are waited out, and conflicts between transactions are simply run again.
+ */
+enum Blame {
+  /** The handler threw for this message, or its data broke a constraint: a failed delivery. */
+  MESSAGE,
+  /**
+   * The environment failed: the connection (SQLSTATE class 08), a privilege (42501), a table or column
+   * (42P01, 42703), resources (class 53), an administrator's shutdown (57P01-57P03), a read-only server (25006), a
+   * Redis connection or permission, or a handler's {@link RetryLaterException}. No delivery is counted.
+   */
+  ENVIRONMENT,
+  /** A serialization failure or deadlock (40001, 40P01): retried at once, no delivery counted. */
+  CONFLICT;
+
+  private static final Set<String> ENVIRONMENT_STATES =
+      Set.of("42501", "42P01", "42703", "57P01", "57P02", "57P03", "25006");
+  private static final Set<String> CONFLICT_STATES = Set.of("40001", "40P01");
+
+  /** The blame for {@code failure}, read from it and its causes; the first that decides, decides. */
+  static Blame of(Throwable failure) {
+    for (Throwable t = failure; t != null; t = t.getCause()) {
+      Blame b = own(t);
+      if (b != null) {
+        return b;
+      }
+      if (t.getCause() == t) {
+        break;
+      }
+    }
+    return MESSAGE;
+  }
+
+  private static Blame own(Throwable t) {
+    if (t instanceof RetryLaterException) {
+      return ENVIRONMENT;
+    }
+    if (t instanceof SQLException s && s.getSQLState() != null) {
+      String state = s.getSQLState();
+      if (CONFLICT_STATES.contains(state)) {
+        return CONFLICT;
+      }
+      if (state.startsWith("08") || state.startsWith("53") || ENVIRONMENT_STATES.contains(state)) {
+        return ENVIRONMENT;
+      }
+      return null;
+    }
+    if (t instanceof JedisConnectionException || t instanceof JedisAccessControlException) {
+      return ENVIRONMENT;
+    }
+    if (t instanceof JedisDataException && t.getMessage() != null
+        && (t.getMessage().startsWith("NOPERM") || t.getMessage().contains("can't run this command"))) {
+      return ENVIRONMENT;
+    }
+    return null;
+  }
+}
