@@ -98,6 +98,17 @@ public final class TestEnvironment implements AutoCloseable {
     return pool;
   }
 
+  /**
+   * A new login role without any privilege, with a random name; dropped with this environment (before its schema).
+   * Grant it what the test needs with {@link DatabaseRole#grant} and connect as it with
+   * {@link DatabaseRole#newDataSource}.
+   */
+  public DatabaseRole newRole() {
+    DatabaseRole role = new DatabaseRole(this);
+    resources.add(role);
+    return role;
+  }
+
   /** A Redis server of this test's own, which the test may stop and restart; stopped with this environment. */
   public RestartableRedis privateRedis() {
     RestartableRedis server = RestartableRedis.start();

@@ -24,12 +24,16 @@ import redis.clients.jedis.RedisClient;
  * <pre>java -jar handoff-relay.jar --jdbc-url jdbc:postgresql://db/app?user=app --redis-url redis://cache:6379 \
  *     --topics payments:4,refunds</pre>
  *
+ * <p>{@code handoff-relay.jar grants --role relay --to ROLE_NAME [--apply --jdbc-url ...]} prints or applies the
+ * database grants of one of handoff's roles ({@link GrantsCommand}).
+ *
  * <p>SIGTERM (or Ctrl-C) stops taking new work, publishes what was already assigned within the drain timeout,
  * releases the leases and exits 0. SIGKILL is safe too: another relay, or this one restarted, takes over after the
  * lease TTL and nothing is lost or added twice.
  */
 @Command(name = "handoff-relay", mixinStandardHelpOptions = true, sortOptions = false,
-    description = "Publishes committed outbox rows to Redis Streams (or lists), exactly once per row.")
+    description = "Publishes committed outbox rows to Redis Streams (or lists), exactly once per row.",
+    subcommands = GrantsCommand.class)
 public final class RelayCommand implements Callable<Integer> {
 
   @Option(names = "--jdbc-url", defaultValue = "${env:HANDOFF_JDBC_URL}",
@@ -88,12 +92,17 @@ public final class RelayCommand implements Callable<Integer> {
       System.setProperty("logback.configurationFile", "dev/handoff/outbox/cli/logback-cli.xml");
     }
     System.setProperty("org.jooq.no-logo", "true");
+    return commandLine().execute(args);
+  }
+
+  /** The command line with its subcommands; a failure prints one masked line and exits 2. */
+  static CommandLine commandLine() {
     CommandLine cli = new CommandLine(new RelayCommand());
     cli.setExecutionExceptionHandler((e, line, parsed) -> {
       line.getErr().println("handoff-relay: " + Connections.mask(e.getMessage()));
       return 2;
     });
-    return cli.execute(args);
+    return cli;
   }
 
   @Override

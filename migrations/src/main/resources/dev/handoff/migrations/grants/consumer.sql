@@ -1,0 +1,30 @@
+-- handoff: grants for the consumer role (StreamConsumer, ListConsumer): the inbox markers, dead letters, the
+-- inbox purge, and reading the outbox to recover an entry Redis lost or to replay from it. It cannot append to,
+-- change or delete the outbox, nor touch the relay's tables.
+--
+-- Run with psql:    psql -v schema=handoff -v role=consumer -f consumer.sql
+-- or from Java:     HandoffGrants.apply(dataSource, HandoffGrants.Role.CONSUMER, "handoff", "consumer")
+-- The role itself (CREATE ROLE ... LOGIN) is yours; these statements only grant, and granting twice is harmless.
+-- The handler's own tables are yours to grant as well: the handler runs in the consumer's transaction, as this
+-- role.
+
+GRANT USAGE ON SCHEMA :"schema" TO :"role";
+
+-- The markers: inserted per batch (ON CONFLICT DO NOTHING RETURNING message_id), read to skip duplicates, a dead
+-- marker revived by a retry, removed when a batch is undone and by the inbox purge (which finds rows by ctid, so
+-- it needs SELECT on the whole table).
+GRANT SELECT, DELETE ON :"schema".inbox TO :"role";
+GRANT INSERT (consumer_group, message_id, stream_id, outcome) ON :"schema".inbox TO :"role";
+GRANT UPDATE (outcome, processed_at, stream_id) ON :"schema".inbox TO :"role";
+
+-- Dead letters: written when a message gives up, listed, counted, and marked retried.
+GRANT SELECT ON :"schema".dead_letter TO :"role";
+GRANT INSERT (consumer_group, message_id, topic, stream_key, stream_id, outbox_id, message_key, type, headers,
+    payload, created_at, deliveries, error) ON :"schema".dead_letter TO :"role";
+GRANT UPDATE (status, retried_at) ON :"schema".dead_letter TO :"role";
+
+-- The outbox, read only: the message of an entry Redis lost, a replay's pages (every column), the list
+-- transport's backlog, and whether the outbox still holds a marker's message (the purge's rule).
+GRANT SELECT ON :"schema".outbox TO :"role";
+-- A replay reports how much of its range the outbox retention already deleted.
+GRANT SELECT ON :"schema".outbox_purged TO :"role";

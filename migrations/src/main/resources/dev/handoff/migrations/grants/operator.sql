@@ -1,0 +1,27 @@
+-- handoff: grants for the operator role: reading the status (outbox depth, leases, consumer groups), listing and
+-- retrying dead letters, and purging inbox markers. It cannot append, publish or consume.
+--
+-- Run with psql:    psql -v schema=handoff -v role=ops -f operator.sql
+-- or from Java:     HandoffGrants.apply(dataSource, HandoffGrants.Role.OPERATOR, "handoff", "ops")
+-- The role itself (CREATE ROLE ... LOGIN) is yours; these statements only grant, and granting twice is harmless.
+-- A dead-letter retry runs the consumer's handler in its transaction, as this role: grant it the handler's tables
+-- too, or leave retries to the consumer role.
+
+GRANT USAGE ON SCHEMA :"schema" TO :"role";
+
+-- Status: per shard the unpublished rows and the oldest of them, the purge lag (ids and publication times), the
+-- list transport's backlog; and whether the outbox still holds a marker's message (the inbox purge's rule). No
+-- payload, key or header.
+GRANT SELECT (id, message_id, topic, shard, created_at, published_at) ON :"schema".outbox TO :"role";
+-- Status: who holds each shard's lease, at which epoch, and whether it is live.
+GRANT SELECT (topic, shard, owner, epoch, expires_at) ON :"schema".relay_lease TO :"role";
+
+-- Dead letters: listed and counted, locked and marked retried by a retry.
+GRANT SELECT ON :"schema".dead_letter TO :"role";
+GRANT UPDATE (status, retried_at) ON :"schema".dead_letter TO :"role";
+
+-- A retry is fenced by the inbox marker like a delivery (revive the dead marker, or insert one); the purge deletes
+-- markers, finding them by ctid (so SELECT on the whole table).
+GRANT SELECT, DELETE ON :"schema".inbox TO :"role";
+GRANT INSERT (consumer_group, message_id, stream_id, outcome) ON :"schema".inbox TO :"role";
+GRANT UPDATE (outcome, processed_at, stream_id) ON :"schema".inbox TO :"role";
