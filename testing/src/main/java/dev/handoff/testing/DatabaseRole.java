@@ -73,9 +73,7 @@ public final class DatabaseRole implements AutoCloseable {
   /** A new pool that logs in as this role, search_path the test's schema; closed with the role. */
   public HikariDataSource newDataSource(int maxConnections) {
     HikariConfig config = new HikariConfig();
-    // The shared server's URL may carry its own user and password as parameters, which would win over these.
-    config.setJdbcUrl(env.postgres().jdbcUrl().replaceAll("(?i)([?&])(user|password)=[^&]*", "$1")
-        .replaceAll("[?&]+$", "").replaceAll("\\?&+", "?").replaceAll("&&+", "&"));
+    config.setJdbcUrl(serverUrl());
     config.setUsername(name);
     config.setPassword(password);
     config.setMaximumPoolSize(maxConnections);
@@ -86,6 +84,18 @@ public final class DatabaseRole implements AutoCloseable {
     HikariDataSource pool = new HikariDataSource(config);
     pools.add(pool);
     return pool;
+  }
+
+  /** The shared server's JDBC URL with this role's user and password as parameters, for a command line. */
+  public String jdbcUrl() {
+    String url = serverUrl();
+    return url + (url.contains("?") ? "&" : "?") + "user=" + name + "&password=" + password;
+  }
+
+  /** The shared server's URL without its own user and password parameters, which would win over a pool's. */
+  private String serverUrl() {
+    return env.postgres().jdbcUrl().replaceAll("(?i)([?&])(user|password)=[^&]*", "$1")
+        .replaceAll("[?&]+$", "").replaceAll("\\?&+", "?").replaceAll("&&+", "&");
   }
 
   @Override
