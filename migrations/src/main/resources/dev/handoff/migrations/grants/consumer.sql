@@ -11,8 +11,8 @@
 GRANT USAGE ON SCHEMA :"schema" TO :"role";
 
 -- The markers: inserted per batch (ON CONFLICT DO NOTHING RETURNING message_id), read to skip duplicates, a dead
--- marker revived by a retry, removed when a batch is undone and by the inbox purge (which finds rows by ctid, so
--- it needs SELECT on the whole table).
+-- marker revived by a retry, removed when a batch is undone and by the inbox purge. Every column is read (the
+-- purge also by the system column ctid), so SELECT is on the table.
 GRANT SELECT, DELETE ON :"schema".inbox TO :"role";
 GRANT INSERT (consumer_group, message_id, stream_id, outcome) ON :"schema".inbox TO :"role";
 GRANT UPDATE (outcome, processed_at, stream_id) ON :"schema".inbox TO :"role";

@@ -20,8 +20,8 @@ GRANT SELECT (topic, shard, owner, epoch, expires_at) ON :"schema".relay_lease T
 GRANT SELECT ON :"schema".dead_letter TO :"role";
 GRANT UPDATE (status, retried_at) ON :"schema".dead_letter TO :"role";
 
--- A retry is fenced by the inbox marker like a delivery (revive the dead marker, or insert one); the purge deletes
--- markers, finding them by ctid (so SELECT on the whole table).
+-- A retry is fenced by the inbox marker like a delivery (revive the dead marker, or insert one); the purge reads
+-- every column (and the system column ctid) and deletes markers.
 GRANT SELECT, DELETE ON :"schema".inbox TO :"role";
 GRANT INSERT (consumer_group, message_id, stream_id, outcome) ON :"schema".inbox TO :"role";
 GRANT UPDATE (outcome, processed_at, stream_id) ON :"schema".inbox TO :"role";

@@ -229,6 +229,17 @@ class DatabaseRolesTest {
     assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE published_at IS NOT NULL")).isEqualTo(25);
   }
 
+  @Test
+  void aRelayWithoutItsGrantsFailsNamingTheTableAndPublishesNothing() throws SQLException {
+    DataSource appDb = env.newRole().grant(Role.APPLICATION).newDataSource(2);
+    append(appDb, Outbox.builder().schema(env.schema()).build(), "jobs", 3);
+    try (Relay relay = relay(appDb, "jobs").build()) {
+      assertThatThrownBy(relay::relayOnce).hasMessageContaining("permission denied for table relay_lease")
+          .hasRootCauseInstanceOf(SQLException.class);
+    }
+    assertThat(RelayTestSupport.unpublished(env)).isEqualTo(3);
+  }
+
   private RelayBuilder relay(DataSource db, String topic) {
     return Relay.builder(db, env.redis())
         .schema(env.schema())
