@@ -98,6 +98,14 @@ class DatabaseRolesEndToEndTest {
       assertThat(deadLetters(group, "retried")).isEqualTo(1);
       assertThat(f.inboxCount(group, "processed")).isEqualTo(MESSAGES);
 
+      // A replay from the outbox, as the consumer role: everything is a duplicate.
+      try (HandoffConsumer consumer = consumer(transport, consumerDb, f, group, false)) {
+        ReplayResult replay = consumer.replayFromOutbox(OutboxRange.all());
+        assertThat(replay.duplicates()).isEqualTo(MESSAGES);
+        assertThat(replay.handled()).isZero();
+      }
+      assertThat(f.effectCount(group)).isEqualTo(MESSAGES);
+
       // The relay's outbox retention, as the relay role.
       TransportSide.awaitDatabaseClockPast(env, Duration.ofMillis(5));
       assertThat(relay.maintainOnce().purged()).isEqualTo(MESSAGES);
@@ -151,12 +159,12 @@ class DatabaseRolesEndToEndTest {
     };
     if (transport == Transport.STREAM) {
       return settings(StreamConsumer.builder(db, f.redisUri), f, group, handler).minIdle(Duration.ofSeconds(2))
-          .reclaimInterval(Duration.ofMillis(50)).maxDeliveries(2).backoff(Duration.ofMillis(50), Duration.ofMillis(200))
-          .build();
+          .reclaimInterval(Duration.ofMillis(50)).maxDeliveries(2)
+          .backoff(Duration.ofMillis(50), Duration.ofMillis(200)).build();
     }
     return settings(ListConsumer.builder(db, f.redisUri), f, group, handler).heartbeatTtl(Duration.ofSeconds(5))
-        .heartbeatInterval(Duration.ofMillis(500)).maxDeliveries(2).backoff(Duration.ofMillis(50), Duration.ofMillis(200))
-        .build();
+        .heartbeatInterval(Duration.ofMillis(500)).maxDeliveries(2)
+        .backoff(Duration.ofMillis(50), Duration.ofMillis(200)).build();
   }
 
   private <B extends ConsumerBuilder<B>> B settings(B builder, Fixture f, String group, MessageHandler handler) {

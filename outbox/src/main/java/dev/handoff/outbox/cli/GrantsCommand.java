@@ -16,7 +16,8 @@ import picocli.CommandLine.Spec;
  * yours, or applies them ({@link HandoffGrants}).
  *
  * <pre>java -jar handoff-relay.jar grants --role relay --to relay_svc
- * java -jar handoff-relay.jar grants --role relay --to relay_svc --apply --jdbc-url jdbc:postgresql://db/app?user=owner</pre>
+ * java -jar handoff-relay.jar grants --role relay --to relay_svc --apply \
+ *     --jdbc-url jdbc:postgresql://db/app?user=owner</pre>
  */
 @Command(name = "grants", mixinStandardHelpOptions = true, sortOptions = false,
     description = "Prints (or with --apply runs) the GRANT statements one handoff role needs on its tables:"

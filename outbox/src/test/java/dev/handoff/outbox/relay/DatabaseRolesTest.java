@@ -14,7 +14,9 @@ import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.OutboxWriteException;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
+import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.RetentionReport;
+import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.testing.DatabaseRole;
@@ -30,6 +32,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -191,6 +194,24 @@ class DatabaseRolesTest {
     assertThat(env.queryLong("SELECT count(*) FROM relay_member")).isZero();
     assertThat(env.queryLong("SELECT count(*) FROM relay_lease WHERE owner IS NOT NULL")).isZero();
     assertThat(env.queryLong("SELECT count(*) FROM relay_lease")).isEqualTo(2);
+
+    // Redis lost both streams (and their bookkeeping): the relay publishes the retained rows again.
+    String key0 = StreamFormat.streamKey(env.keyPrefix(), "orders", 0);
+    String key1 = StreamFormat.streamKey(env.keyPrefix(), "orders", 1);
+    env.redis().del(key0, key0 + ":relay", key1, key1 + ":relay");
+    AtomicLong republished = new AtomicLong();
+    try (Relay relay = relay(relayDb, "orders").listener(new RelayListener() {
+      @Override
+      public void streamLost(ShardId shard, long rows) {
+        republished.addAndGet(rows);
+      }
+    }).build()) {
+      await().atMost(Duration.ofSeconds(20)).until(() -> {
+        relay.relayOnce();
+        return RelayTestSupport.unpublished(env) == 0 && env.redis().xlen(key0) + env.redis().xlen(key1) == 30;
+      });
+      assertThat(republished.get()).isEqualTo(30);
+    }
 
     env.execute("UPDATE outbox SET published_at = now() - interval '8 days' WHERE id IN"
         + " (SELECT id FROM outbox ORDER BY id LIMIT 20)");
