@@ -1,5 +1,6 @@
 package dev.handoff.consumer;
 
+import dev.handoff.outbox.RedisConnectionSpec;
 import dev.handoff.outbox.RedisUrl;
 import java.net.URI;
 import java.time.Duration;
@@ -76,6 +77,15 @@ public interface ListConsumer extends HandoffConsumer {
   static ListConsumerBuilder builder(DataSource dataSource, URI redis) {
     RedisUrl url = RedisUrl.parse(redis);
     return new ListConsumerBuilder(dataSource, url.hostAndPort()).redisConfig(url.clientConfig());
+  }
+
+  /**
+   * Starts a builder for a consumer that uses {@code dataSource} and the Redis server, login, TLS settings and
+   * timeouts of {@code redis}; they become the builder's {@link ListConsumerBuilder#redisConfig redisConfig}, which a
+   * later call replaces as a whole.
+   */
+  static ListConsumerBuilder builder(DataSource dataSource, RedisConnectionSpec redis) {
+    return new ListConsumerBuilder(dataSource, redis.hostAndPort()).redisConfig(redis.clientConfig());
   }
 
   /**

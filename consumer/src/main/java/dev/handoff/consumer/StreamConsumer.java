@@ -1,5 +1,6 @@
 package dev.handoff.consumer;
 
+import dev.handoff.outbox.RedisConnectionSpec;
 import dev.handoff.outbox.RedisUrl;
 import java.net.URI;
 import java.time.Duration;
@@ -65,6 +66,15 @@ public interface StreamConsumer extends HandoffConsumer {
   static StreamConsumerBuilder builder(DataSource dataSource, URI redis) {
     RedisUrl url = RedisUrl.parse(redis);
     return new StreamConsumerBuilder(dataSource, url.hostAndPort()).redisConfig(url.clientConfig());
+  }
+
+  /**
+   * Starts a builder for a consumer that uses {@code dataSource} and the Redis server, login, TLS settings and
+   * timeouts of {@code redis}; they become the builder's {@link StreamConsumerBuilder#redisConfig redisConfig}, which a
+   * later call replaces as a whole.
+   */
+  static StreamConsumerBuilder builder(DataSource dataSource, RedisConnectionSpec redis) {
+    return new StreamConsumerBuilder(dataSource, redis.hostAndPort()).redisConfig(redis.clientConfig());
   }
 
   /**

@@ -2,10 +2,13 @@ package dev.handoff.outbox.cli;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.outbox.RedisConnectionSpec;
 import dev.handoff.outbox.RedisUrl;
+import dev.handoff.outbox.internal.RedisFailures;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.function.Function;
 import java.util.regex.Pattern;
 import redis.clients.jedis.ConnectionPoolConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
@@ -75,27 +78,45 @@ public final class Connections {
    * {@link RedisUrl#parse(String)}: user, password, database and {@code rediss://} for TLS.
    */
   public static RedisClient redis(String redisUrl, int maxConnections) {
+    return redis(redisSpec(redisUrl, RedisConnectionSpec::builder), maxConnections, mask(redisUrl));
+  }
+
+  /**
+   * The spec {@code configure} makes of {@code redisUrl}, or a one-line error (the password masked) if the URL or
+   * a TLS setting is wrong.
+   */
+  public static RedisConnectionSpec redisSpec(String redisUrl,
+      Function<RedisUrl, RedisConnectionSpec.Builder> configure) {
     if (redisUrl == null) {
       throw new UnreachableException("the Redis URL is not a URL: 'null'");
     }
-    RedisUrl url;
     try {
-      url = RedisUrl.parse(redisUrl);
+      return configure.apply(RedisUrl.parse(redisUrl)).build();
     } catch (IllegalArgumentException e) {
       // One line, and the password is masked already.
       throw new UnreachableException(e.getMessage());
     }
+  }
+
+  /**
+   * Opens a Redis client (RESP2, the spec's timeouts and TLS) and checks the server answers; a failure is one line
+   * that names its cause (an untrusted certificate, a host the certificate does not name, TLS on one side only).
+   */
+  public static RedisClient redis(RedisConnectionSpec spec, int maxConnections) {
+    return redis(spec, maxConnections, spec.url().toString());
+  }
+
+  private static RedisClient redis(RedisConnectionSpec spec, int maxConnections, String shownUrl) {
     JedisClientConfig client = DefaultJedisClientConfig.builder()
-        .from(url.clientConfig())
+        .from(spec.clientConfig())
         .resp2()
-        .timeoutMillis(2_000)
         .clientName("handoff")
         .build();
     ConnectionPoolConfig pool = new ConnectionPoolConfig();
     pool.setMaxTotal(maxConnections);
     pool.setMaxWait(Duration.ofSeconds(5));
     RedisClient redis = RedisClient.builder()
-        .hostAndPort(url.hostAndPort())
+        .hostAndPort(spec.hostAndPort())
         .clientConfig(client)
         .poolConfig(pool)
         .build();
@@ -103,7 +124,8 @@ public final class Connections {
       redis.ping();
     } catch (JedisException e) {
       redis.close();
-      throw new UnreachableException("cannot connect to Redis at " + mask(redisUrl) + ": " + firstLine(e.getMessage()));
+      throw new UnreachableException("cannot connect to Redis at " + shownUrl + ": "
+          + mask(RedisFailures.describe(spec, e)));
     }
     return redis;
   }

@@ -15,6 +15,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import redis.clients.jedis.RedisClient;
 
@@ -43,6 +44,9 @@ public final class RelayCommand implements Callable<Integer> {
   @Option(names = "--redis-url", defaultValue = "${env:HANDOFF_REDIS_URL:-redis://127.0.0.1:6379}",
       description = "redis[s]://[[user]:password@]host[:port][/db] (env HANDOFF_REDIS_URL; default ${DEFAULT-VALUE})")
   String redisUrl;
+
+  @Mixin
+  RedisTlsOptions redisTls;
 
   @Option(names = "--topics", defaultValue = "${env:HANDOFF_TOPICS}", split = ",",
       description = "topics to publish, each name or name:shards (env HANDOFF_TOPICS, comma-separated)")
@@ -117,7 +121,7 @@ public final class RelayCommand implements Callable<Integer> {
     CountDownLatch stop = Signals.termination();
 
     try (HikariDataSource db = Connections.database(jdbcUrl, 4, "handoff-relay");
-        RedisClient redis = Connections.redis(redisUrl, 8)) {
+        RedisClient redis = Connections.redis(redisTls.spec(redisUrl), 8)) {
       if (migrate) {
         HandoffMigrations.migrate(db, schema);
       }
