@@ -5,9 +5,13 @@ import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.LedgerMigrations;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.migrations.SchemaNames;
+import dev.handoff.outbox.RedisConnectionSpec;
 import dev.handoff.outbox.RedisUrl;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.cli.Connections;
+import dev.handoff.outbox.cli.RedisTlsOptions;
+import java.time.Duration;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
@@ -17,6 +21,8 @@ import redis.clients.jedis.RedisClient;
 /** The options every command but {@code demo} takes: where PostgreSQL and Redis are, and the names inside them. */
 public final class ConnectionOptions {
 
+  private static final Duration CONSUMER_SOCKET_TIMEOUT = Duration.ofSeconds(5);
+
   @Option(names = "--jdbc-url", defaultValue = "${env:HANDOFF_JDBC_URL}",
       description = "PostgreSQL JDBC URL; user and password as URL parameters (env HANDOFF_JDBC_URL)")
   String jdbcUrl;
@@ -24,6 +30,9 @@ public final class ConnectionOptions {
   @Option(names = "--redis-url", defaultValue = "${env:HANDOFF_REDIS_URL}",
       description = "redis[s]://[[user]:password@]host[:port][/db] (env HANDOFF_REDIS_URL)")
   String redisUrl;
+
+  @Mixin
+  RedisTlsOptions redisTls = new RedisTlsOptions();
 
   @Option(names = "--schema", defaultValue = "${env:HANDOFF_SCHEMA:-" + HandoffMigrations.DEFAULT_SCHEMA + "}",
       description = "schema of handoff's and the ledger's tables (env HANDOFF_SCHEMA; default ${DEFAULT-VALUE})")
@@ -76,13 +85,25 @@ public final class ConnectionOptions {
   /** A Redis client whose server answered, or a one-line error. */
   RedisClient redis(int maxConnections) {
     requireRedisUrl();
-    return Connections.redis(redisUrl, maxConnections);
+    return Connections.redis(redisTlsSpec(RedisConnectionSpec.DEFAULT_SOCKET_TIMEOUT), maxConnections);
   }
 
-  /** The Redis server and login for handoff's consumer, which opens its own connections. */
+  /**
+   * The Redis server, login and TLS for handoff's consumer, which opens its own connections; its socket timeout is
+   * 5 s unless {@code --redis-socket-timeout} says otherwise.
+   */
   RedisTarget redisTarget() {
     requireRedisUrl();
-    return parseRedisUrl(redisUrl);
+    RedisConnectionSpec spec = redisTlsSpec(CONSUMER_SOCKET_TIMEOUT);
+    return new RedisTarget(spec.hostAndPort(), spec.clientConfig());
+  }
+
+  private RedisConnectionSpec redisTlsSpec(Duration defaultSocketTimeout) {
+    try {
+      return redisTls.spec(redisUrl, defaultSocketTimeout);
+    } catch (Connections.UnreachableException e) {
+      throw new LedgerException(e.getMessage()); // one line, the password masked
+    }
   }
 
   String maskedJdbcUrl() {
