@@ -33,8 +33,8 @@ import redis.clients.jedis.JedisClientConfig;
  *
  * <p>Files are PEM and read once, by {@link Builder#build()}: the CA file holds one or more
  * {@code -----BEGIN CERTIFICATE-----} blocks; the client certificate file holds the client's certificate first,
- * then any intermediates; the key file one unencrypted PKCS#8 {@code -----BEGIN PRIVATE KEY-----} block (RSA, EC or
- * EdDSA). Renewed files take effect in a spec built after the renewal.
+ * then any intermediates; the key file one unencrypted PKCS#8 {@code -----BEGIN PRIVATE KEY-----} block (RSA or
+ * EC). Renewed files take effect in a spec built after the renewal.
  *
  * <p>Immutable and thread-safe; {@link #toString()} never shows the password.
  */
@@ -145,8 +145,8 @@ public final class RedisConnectionSpec {
         .connectionTimeoutMillis(millis(connectTimeout))
         .socketTimeoutMillis(millis(socketTimeout));
     if (url.tls()) {
-      // Set either way rather than left to Jedis, which checks the host when given no parameters (seen on 8.0.2),
-      // so that "on" does not hang on a default of a library.
+      // Always set: "off" needs parameters without an endpoint check, and "on" should not rest on what Jedis does
+      // with no parameters (8.0.2 checks the host then, seen by a probe; a later version need not).
       SSLParameters parameters = new SSLParameters();
       parameters.setEndpointIdentificationAlgorithm(verifyHostname ? "HTTPS" : null);
       config.sslParameters(parameters);

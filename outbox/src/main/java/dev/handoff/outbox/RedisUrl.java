@@ -22,7 +22,8 @@ import redis.clients.jedis.JedisClientConfig;
  * would silently drop.
  *
  * <p>With {@code rediss://} the connection verifies the server's certificate against the JVM's default truststore
- * and its host name against the certificate; other TLS settings need a {@link JedisClientConfig} of one's own.
+ * and its host name against the certificate; a CA file, a client certificate or timeouts of one's own are a
+ * {@link RedisConnectionSpec}.
  *
  * <p>Errors are {@link IllegalArgumentException}s with a one-line message that names what is wrong and never
  * contains the password. {@link #toString()} shows the URL with the password as {@code ***}.
