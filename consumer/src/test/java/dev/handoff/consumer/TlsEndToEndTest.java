@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -23,7 +24,8 @@ import redis.clients.jedis.RedisClient;
 
 /**
  * Relay and stream consumer against a Redis that speaks TLS only, both configured from one
- * {@link RedisConnectionSpec}: with the server's certificate checked against a CA file, and with mutual TLS.
+ * {@link RedisConnectionSpec}: with the server's certificate checked against a CA file, and with mutual TLS; and a
+ * list consumer the same way.
  */
 @HandoffTest
 class TlsEndToEndTest {
@@ -105,6 +107,44 @@ class TlsEndToEndTest {
       assertThat(f.doubleEffects(group)).isZero();
       assertThat(f.inboxCount(group)).isEqualTo(MESSAGES);
       assertThat(f.pendingTotal(group)).isZero();
+    }
+  }
+
+  @Test
+  void aListConsumerBuiltFromASpecHandlesEveryMessageOverMutualTls() throws Exception {
+    RedisConnectionSpec spec = RedisConnectionSpec.builder("rediss://:tls%2Bsecret@127.0.0.1:" + mutual.port())
+        .caFile(certs.caCertificate())
+        .clientCertificate(certs.clientCertificate(), certs.clientKey())
+        .build();
+    String topic = "tls-list";
+    String group = "ledger-" + topic;
+    try (RedisClient redis = RedisClient.builder().hostAndPort(spec.hostAndPort())
+        .clientConfig(DefaultJedisClientConfig.builder().from(spec.clientConfig()).resp2().build()).build()) {
+      Fixture f = new Fixture(env, topic, redis, mutual.uri());
+      TransportSide.append(env, topic, MESSAGES, i -> "{\"n\":" + i + "}");
+      ListStatus status;
+      try (Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+              .topic(TopicConfig.of(topic)).listTransport(MESSAGES).build();
+          ListConsumer consumer = ListConsumer.builder(env.dataSource(), spec)
+              .schema(env.schema())
+              .keyPrefix(env.keyPrefix())
+              .topic(topic)
+              .group(group)
+              .handler(f.effect(group, null))
+              .block(Duration.ofMillis(100))
+              .build()) {
+        relay.start();
+        consumer.start();
+        ConsumerTestKit.await(MESSAGES + " effects", Duration.ofSeconds(60),
+            () -> f.effectCount(group) == MESSAGES);
+        status = ConsumerTestKit.awaitDrained(consumer, Duration.ofSeconds(30));
+      }
+      assertThat(status.waiting()).isZero();
+      assertThat(status.inProcessing()).isZero();
+      assertThat(status.outboxBacklog()).isZero();
+      assertThat(f.effectCount(group)).isEqualTo(MESSAGES);
+      assertThat(f.doubleEffects(group)).isZero();
+      assertThat(f.inboxCount(group)).isEqualTo(MESSAGES);
     }
   }
 }
