@@ -1,6 +1,7 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.outbox.ListFormat;
+import dev.handoff.outbox.internal.AclErrors;
 import dev.handoff.outbox.internal.ListScripts;
 import dev.handoff.outbox.internal.LuaScript;
 import java.nio.charset.StandardCharsets;
@@ -36,7 +37,7 @@ public final class ListQueues implements AutoCloseable {
   public record Holder(String processingKey, long length, boolean alive, String oldestId) {}
 
   // KEYS: list, processing, deliveries. ARGV: n. Moves up to n elements, oldest first, and reads their counts.
-  private static final LuaScript TAKE = ListScripts.of("""
+  private static final LuaScript TAKE = ListScripts.of("list-take", """
       local out = {}
       for i = 1, tonumber(ARGV[1]) do
         local e = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
@@ -51,7 +52,7 @@ public final class ListQueues implements AutoCloseable {
 
   // KEYS: processing, deliveries. ARGV: element, message id ('' when unknown), ... LREM count 1: one occurrence per
   // acknowledgement, even when a duplicate push put the same element in the list twice.
-  private static final LuaScript ACK = LuaScript.of("""
+  private static final LuaScript ACK = LuaScript.of("list-ack", """
       local removed = 0
       for i = 1, #ARGV, 2 do
         local n = redis.call('LREM', KEYS[1], 1, ARGV[i])
@@ -64,7 +65,7 @@ public final class ListQueues implements AutoCloseable {
 
   // KEYS: processing, deliveries. ARGV: element, message id, ... Counts a delivery that ended without an outcome for
   // each element still held; -1 for one that is gone (the reaper returned it: this consumer was presumed dead).
-  private static final LuaScript COUNT_FAILED = LuaScript.of("""
+  private static final LuaScript COUNT_FAILED = LuaScript.of("list-count-failed", """
       local out = {}
       for i = 1, #ARGV, 2 do
         if not redis.call('LPOS', KEYS[1], ARGV[i]) then
@@ -78,7 +79,7 @@ public final class ListQueues implements AutoCloseable {
       return out""");
 
   // KEYS: heartbeat key, registry. ARGV: processing key, ttl ms. The registry value is the server time in seconds.
-  private static final LuaScript HEARTBEAT = LuaScript.of("""
+  private static final LuaScript HEARTBEAT = LuaScript.of("list-heartbeat", """
       redis.call('SET', KEYS[1], '1', 'PX', ARGV[2])
       redis.call('HSET', KEYS[2], ARGV[1], redis.call('TIME')[1])
       return 1""");
@@ -86,7 +87,7 @@ public final class ListQueues implements AutoCloseable {
   // KEYS: list, registry, deliveries. ARGV: seconds after which a dead, empty registration is forgotten; a processing
   // key to release now whatever its heartbeat ('' for none). Moves every element of each dead consumer's processing
   // list back to the head of the list, keeping their order (RIGHT to LEFT, last first), counting one delivery each.
-  private static final LuaScript REAP = ListScripts.of("""
+  private static final LuaScript REAP = ListScripts.of("list-reap", """
       local now = tonumber(redis.call('TIME')[1])
       local returned, consumers = 0, 0
       local entries = redis.call('HGETALL', KEYS[2])
@@ -125,7 +126,7 @@ public final class ListQueues implements AutoCloseable {
   // KEYS: list, registry. Reply: LLEN of the list, then per registered processing list: key, length, alive, lowest ID
   // ('' when empty). One script, so one atomic snapshot: an element moving between the list and a processing list (a
   // take, a reaper's return) is counted once, never zero times.
-  private static final LuaScript HOLDERS = ListScripts.of("""
+  private static final LuaScript HOLDERS = ListScripts.of("list-holders", """
       local out = {redis.call('LLEN', KEYS[1])}
       local entries = redis.call('HKEYS', KEYS[2])
       for i = 1, #entries do
@@ -163,19 +164,20 @@ public final class ListQueues implements AutoCloseable {
 
   /** {@code BLMOVE list processing LEFT RIGHT timeout} on a reader connection; {@code null} on timeout. */
   public Taken blockingTake(String list, String processing, Duration timeout) {
-    byte[] element = readers.blmove(bytes(list), bytes(processing), ListDirection.LEFT, ListDirection.RIGHT,
-        Math.max(0.01, timeout.toMillis() / 1000.0));
+    byte[] element = AclErrors.call("BLMOVE", List.of(list, processing), () -> readers.blmove(bytes(list), bytes(processing),
+        ListDirection.LEFT, ListDirection.RIGHT, Math.max(0.01, timeout.toMillis() / 1000.0)));
     if (element == null) {
       return null;
     }
     String[] header = ListFormat.header(element);
-    String count = header == null ? null : commands.hget(ListFormat.deliveriesKey(list), header[1]);
+    String deliveries = ListFormat.deliveriesKey(list);
+    String count = header == null ? null : AclErrors.call("HGET", List.of(deliveries), () -> commands.hget(deliveries, header[1]));
     return new Taken(element, count == null ? 0 : Long.parseLong(count));
   }
 
   /** Everything in a processing list, oldest first (a restarted consumer's own unfinished work). */
   public List<byte[]> held(String processing) {
-    return commands.lrange(bytes(processing), 0, -1);
+    return AclErrors.call("LRANGE", List.of(processing), () -> commands.lrange(bytes(processing), 0, -1));
   }
 
   /** LREM count 1 of each element; returns how many were removed. {@code messageIds} may hold nulls. */
@@ -213,7 +215,7 @@ public final class ListQueues implements AutoCloseable {
   }
 
   public long length(String list) {
-    return commands.llen(list);
+    return AclErrors.call("LLEN", List.of(list), () -> commands.llen(list));
   }
 
   /** The registered processing lists of {@code list}. */
@@ -251,7 +253,8 @@ public final class ListQueues implements AutoCloseable {
 
   /** The relay's hash: capacity, last pushed ID. */
   public Map<String, String> relayState(String list) {
-    List<String> values = commands.hmget(ListFormat.relayKey(list), "capacity", "last_ms", "last_seq");
+    String relay = ListFormat.relayKey(list);
+    List<String> values = AclErrors.call("HMGET", List.of(relay), () -> commands.hmget(relay, "capacity", "last_ms", "last_seq"));
     Map<String, String> out = new LinkedHashMap<>();
     out.put("capacity", values.get(0));
     out.put("last", values.get(1) == null ? null : values.get(1) + "-" + values.get(2));

@@ -1,5 +1,6 @@
 package dev.handoff.consumer.internal;
 
+import dev.handoff.outbox.internal.AclErrors;
 import dev.handoff.outbox.internal.LuaScript;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -46,7 +47,7 @@ public final class RedisGroups implements AutoCloseable {
 
   // The owner check and the claim must be one atomic step, or a renewal could steal an entry that another
   // consumer claimed an instant earlier (XCLAIM with min-idle 0 takes anything).
-  private static final LuaScript RENEW = LuaScript.of("""
+  private static final LuaScript RENEW = LuaScript.of("stream-renew", """
       local lost = {}
       for i = 3, #ARGV do
         local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
@@ -60,7 +61,7 @@ public final class RedisGroups implements AutoCloseable {
 
   // Backoff by idle-time reset: an entry with idle = minIdle - backoff becomes claimable after backoff. JUSTID so
   // the delivery count is not bumped (the next claim bumps it, and that is the attempt that counts).
-  private static final LuaScript DEFER = LuaScript.of("""
+  private static final LuaScript DEFER = LuaScript.of("stream-defer", """
       local n = 0
       for i = 3, #ARGV, 2 do
         local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
@@ -71,7 +72,7 @@ public final class RedisGroups implements AutoCloseable {
       end
       return n""");
 
-  private static final LuaScript COUNTS = LuaScript.of("""
+  private static final LuaScript COUNTS = LuaScript.of("stream-delivery-counts", """
       local out = {}
       for i = 3, #ARGV do
         local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
@@ -81,7 +82,7 @@ public final class RedisGroups implements AutoCloseable {
 
   // Deleting a consumer with pending entries would orphan them for good (XGROUP DELCONSUMER drops them from the
   // group's PEL), so the check and the delete run as one step.
-  private static final LuaScript DELETE_IDLE_CONSUMER = LuaScript.of("""
+  private static final LuaScript DELETE_IDLE_CONSUMER = LuaScript.of("stream-delete-idle-consumer", """
       local p = redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2])
       if #p == 0 then return redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2]) end
       return -1""");
@@ -116,7 +117,7 @@ public final class RedisGroups implements AutoCloseable {
       if (e.getMessage() != null && e.getMessage().startsWith("BUSYGROUP")) {
         return false;
       }
-      throw e;
+      throw AclErrors.direct(e, "XGROUP|CREATE", List.of(streamKey));
     }
   }
 
@@ -134,7 +135,7 @@ public final class RedisGroups implements AutoCloseable {
     try {
       return entries(client.xreadGroupBinary(group, bytes(consumer), params, streams));
     } catch (JedisDataException e) {
-      throw translate(e, streamKeys.toString());
+      throw translate(AclErrors.direct(e, "XREADGROUP", streamKeys), streamKeys.toString());
     }
   }
 
@@ -145,7 +146,7 @@ public final class RedisGroups implements AutoCloseable {
       return entries(commands.xreadGroupBinary(group, bytes(consumer), params,
           Map.of(bytes(streamKey), new StreamEntryID(afterId))));
     } catch (JedisDataException e) {
-      throw translate(e, streamKey);
+      throw translate(AclErrors.direct(e, "XREADGROUP", List.of(streamKey)), streamKey);
     }
   }
 
@@ -156,7 +157,7 @@ public final class RedisGroups implements AutoCloseable {
       reply = commands.xautoclaim(bytes(streamKey), group, bytes(consumer), minIdleMillis, bytes(cursor),
           XAutoClaimParams.xAutoClaimParams().count(count));
     } catch (JedisDataException e) {
-      throw translate(e, streamKey);
+      throw translate(AclErrors.direct(e, "XAUTOCLAIM", List.of(streamKey)), streamKey);
     }
     String next = text(reply.get(0));
     List<RawEntry> claimed = new ArrayList<>();
@@ -212,8 +213,12 @@ public final class RedisGroups implements AutoCloseable {
     if (ids.isEmpty()) {
       return 0;
     }
-    return RedisConnections.onceMoreOnBrokenConnection(commands,
-        () -> commands.xack(bytes(streamKey), group, rawIds(ids)));
+    try {
+      return RedisConnections.onceMoreOnBrokenConnection(commands,
+          () -> commands.xack(bytes(streamKey), group, rawIds(ids)));
+    } catch (JedisDataException e) {
+      throw AclErrors.direct(e, "XACK", List.of(streamKey));
+    }
   }
 
   /** Acknowledges the entries of several streams in one round trip; returns how many Redis acknowledged. */
@@ -225,6 +230,14 @@ public final class RedisGroups implements AutoCloseable {
       }
       return acked;
     }
+    try {
+      return ackPipelined(idsByStream);
+    } catch (JedisDataException e) {
+      throw AclErrors.direct(e, "XACK", List.copyOf(idsByStream.keySet()));
+    }
+  }
+
+  private long ackPipelined(Map<String, List<String>> idsByStream) {
     return RedisConnections.onceMoreOnBrokenConnection(commands, () -> {
       List<Response<Long>> replies = new ArrayList<>(idsByStream.size());
       try (Pipeline p = commands.pipelined()) {
@@ -253,7 +266,12 @@ public final class RedisGroups implements AutoCloseable {
 
   /** Up to {@code count} entries after {@code afterId} (exclusive), for replays. */
   public List<RawEntry> range(String streamKey, String afterId, int count) {
-    List<Object> reply = commands.xrange(bytes(streamKey), bytes("(" + afterId), bytes("+"), count);
+    List<Object> reply;
+    try {
+      reply = commands.xrange(bytes(streamKey), bytes("(" + afterId), bytes("+"), count);
+    } catch (JedisDataException e) {
+      throw AclErrors.direct(e, "XRANGE", List.of(streamKey));
+    }
     List<RawEntry> out = new ArrayList<>(reply.size());
     for (Object o : reply) {
       List<?> entry = (List<?>) o;

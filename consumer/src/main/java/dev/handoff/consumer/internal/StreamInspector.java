@@ -2,6 +2,7 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerStatus;
 import dev.handoff.consumer.InboxPurgeRefusedException;
+import dev.handoff.outbox.internal.AclErrors;
 import dev.handoff.outbox.internal.LuaScript;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -23,7 +24,7 @@ import redis.clients.jedis.resps.StreamPendingEntry;
  */
 final class StreamInspector {
 
-  private static final LuaScript COUNT_PAGE = LuaScript.of("""
+  private static final LuaScript COUNT_PAGE = LuaScript.of("status-count-page", """
       local r = redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', tonumber(ARGV[2]))
       if #r == 0 then return {0, ARGV[1]} end
       return {#r, r[#r][1]}""");
@@ -100,35 +101,39 @@ final class StreamInspector {
   }
 
   boolean exists(String streamKey) {
-    return commands.exists(streamKey);
+    return AclErrors.call("EXISTS", List.of(streamKey), () -> commands.exists(streamKey));
   }
 
   /** The oldest retained entry's ID, or {@code null} when the stream is empty or missing. */
   String firstEntryId(String streamKey) {
-    List<Object> reply = commands.xrange(RedisGroups.bytes(streamKey), RedisGroups.bytes("-"), RedisGroups.bytes("+"), 1);
+    List<Object> reply = AclErrors.call("XRANGE", List.of(streamKey),
+        () -> commands.xrange(RedisGroups.bytes(streamKey), RedisGroups.bytes("-"), RedisGroups.bytes("+"), 1));
     return reply.isEmpty() ? null : RedisGroups.text(((List<?>) reply.get(0)).get(0));
   }
 
   String lastEntryId(String streamKey) {
-    List<Object> reply = commands.xrevrange(RedisGroups.bytes(streamKey), RedisGroups.bytes("+"), RedisGroups.bytes("-"), 1);
+    List<Object> reply = AclErrors.call("XREVRANGE", List.of(streamKey),
+        () -> commands.xrevrange(RedisGroups.bytes(streamKey), RedisGroups.bytes("+"), RedisGroups.bytes("-"), 1));
     return reply.isEmpty() ? null : RedisGroups.text(((List<?>) reply.get(0)).get(0));
   }
 
   /** The stream's last-generated ID (the top, even when the entries were trimmed away). */
   String lastGeneratedId(String streamKey) {
-    return commands.xinfoStream(streamKey).getLastGeneratedId().toString();
+    return AclErrors.call("XINFO|STREAM", List.of(streamKey), () -> commands.xinfoStream(streamKey))
+        .getLastGeneratedId().toString();
   }
 
   long length(String streamKey) {
-    return commands.xlen(streamKey);
+    return AclErrors.call("XLEN", List.of(streamKey), () -> commands.xlen(streamKey));
   }
 
   /** The group's last-delivered ID, or {@code null} when the group does not exist. */
   String lastDeliveredId(String streamKey) {
-    if (!commands.exists(streamKey)) {
+    if (!exists(streamKey)) {
       return null;
     }
-    for (StreamGroupInfo info : commands.xinfoGroups(streamKey)) {
+    for (StreamGroupInfo info : AclErrors.call("XINFO|GROUPS", List.of(streamKey),
+        () -> commands.xinfoGroups(streamKey))) {
       if (info.getName().equals(groupName)) {
         return info.getLastDeliveredId().toString();
       }
@@ -161,7 +166,7 @@ final class StreamInspector {
   record PendingSummary(long total, String minId, Map<String, Long> consumers) {}
 
   PendingSummary pendingSummary(String streamKey) {
-    var summary = commands.xpending(streamKey, groupName);
+    var summary = AclErrors.call("XPENDING", List.of(streamKey), () -> commands.xpending(streamKey, groupName));
     Map<String, Long> consumers = summary.getConsumerMessageCount() == null ? Map.of()
         : new HashMap<>(summary.getConsumerMessageCount());
     return new PendingSummary(summary.getTotal(),
@@ -175,8 +180,9 @@ final class StreamInspector {
     int seen = 0;
     while (seen < limit) {
       int page = Math.min(1000, limit - seen);
-      List<StreamPendingEntry> entries =
-          commands.xpending(streamKey, groupName, XPendingParams.xPendingParams(start, "+", page));
+      String from = start;
+      List<StreamPendingEntry> entries = AclErrors.call("XPENDING", List.of(streamKey),
+          () -> commands.xpending(streamKey, groupName, XPendingParams.xPendingParams(from, "+", page)));
       for (StreamPendingEntry e : entries) {
         histogram.merge(e.getDeliveredTimes(), 1L, Long::sum);
       }

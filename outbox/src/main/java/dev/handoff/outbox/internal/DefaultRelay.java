@@ -60,9 +60,11 @@ public final class DefaultRelay implements Relay {
   private final LeaseKeeper leaseKeeper;
   private final LeaseRenewer renewer;
   private final ShardPublisher publisher;
+  private final RelayFaults faults;
 
   public DefaultRelay(DataSource dataSource, UnifiedJedis redis, RelayConfig config, RelayFaults faults) {
     this.dataSource = dataSource;
+    this.faults = faults;
     this.config = config;
     this.listener = config.listener();
     // Streams or lists: where the rows go; everything else is the same for both.
@@ -296,6 +298,8 @@ public final class DefaultRelay implements Relay {
           log.error("relay {} cycle failed unexpectedly, retrying in {} ms", config.owner(), errorBackoffMillis, e);
         }
         notify(() -> listener.failed(e));
+        long pause = errorBackoffMillis;
+        notify(() -> faults.afterFailedCycle(e, Duration.ofMillis(pause)));
         forgetProgress();
         if (!pauseAfterFailure(errorBackoffMillis)) {
           break;

@@ -11,13 +11,13 @@ public final class ListScripts {
 
   private ListScripts() {}
 
-  /** A list script given as text, which may call {@code element_header(element)}. */
-  public static LuaScript of(String body) {
-    return LuaScript.of(HEADER_READER + body);
+  /** A list script given as text, named {@code name} in errors, which may call {@code element_header(element)}. */
+  public static LuaScript of(String name, String body) {
+    return LuaScript.of(name, HEADER_READER + body);
   }
 
   /** A list script from a class path resource, which may call {@code element_header(element)}. */
   public static LuaScript resource(String path) {
-    return LuaScript.of(HEADER_READER + LuaScript.resourceText(path));
+    return LuaScript.of(LuaScript.nameOf(path), HEADER_READER + LuaScript.resourceText(path));
   }
 }

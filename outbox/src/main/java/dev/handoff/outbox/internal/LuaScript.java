@@ -6,24 +6,46 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.exceptions.JedisNoScriptException;
 
 /**
  * The one way handoff runs its Lua scripts, in the relay and in the consumers: by SHA ({@code EVALSHA}), sending the
  * whole script ({@code EVAL}, which also caches it) only when Redis answers {@code NOSCRIPT}, after a restart or a
- * {@code SCRIPT FLUSH}. A batch then costs the script's SHA, not its text. Immutable and thread-safe.
+ * {@code SCRIPT FLUSH}. A batch then costs the script's SHA, not its text.
+ *
+ * <p>Each script has a name and knows the Redis commands it calls (read from its text), so that a refusal by the
+ * server's ACL is reported by name, command and missing permission ({@link AclErrors}) rather than by the script's
+ * SHA, which is all Redis 7.0 says. Immutable and thread-safe.
  */
 public final class LuaScript {
 
+  /** {@code redis.call('XINFO', 'GROUPS', ...)}: the command and, for a container command, its subcommand. */
+  private static final Pattern CALL =
+      Pattern.compile("redis\\.p?call\\(\\s*'([A-Za-z]+)'(?:\\s*,\\s*'([A-Za-z]+)')?");
+  /** Commands whose ACL permission is per subcommand ({@code +xinfo|groups}). */
+  private static final Set<String> CONTAINERS = Set.of("XINFO", "XGROUP", "CLIENT", "SCRIPT", "OBJECT");
+
+  private final String name;
   private final byte[] source;
   private final byte[] sha;
   private final String sourceText;
   private final String shaText;
+  private final List<Set<String>> commandsByLine;
+  private final Set<String> commands;
 
-  private LuaScript(String source) {
+  private LuaScript(String name, String source) {
+    this.name = name;
     this.sourceText = source;
     this.source = source.getBytes(StandardCharsets.UTF_8);
     try {
@@ -32,16 +54,39 @@ public final class LuaScript {
       throw new IllegalStateException("the JVM has no SHA-1, which Redis names scripts by", e);
     }
     this.sha = shaText.getBytes(StandardCharsets.US_ASCII);
+    List<Set<String>> byLine = new ArrayList<>();
+    Set<String> all = new TreeSet<>();
+    for (String line : source.split("\n", -1)) {
+      Set<String> onLine = new TreeSet<>();
+      Matcher m = CALL.matcher(line);
+      while (m.find()) {
+        String command = m.group(1).toUpperCase(Locale.ROOT);
+        if (CONTAINERS.contains(command) && m.group(2) != null) {
+          command = command + "|" + m.group(2).toUpperCase(Locale.ROOT);
+        }
+        onLine.add(command);
+      }
+      byLine.add(Set.copyOf(onLine));
+      all.addAll(onLine);
+    }
+    this.commandsByLine = List.copyOf(byLine);
+    this.commands = Collections.unmodifiableSet(all);
   }
 
-  /** A script given as text. */
-  public static LuaScript of(String source) {
-    return new LuaScript(source);
+  /** A script given as text, named {@code name} in errors. */
+  public static LuaScript of(String name, String source) {
+    return new LuaScript(name, source);
   }
 
-  /** A script from a class path resource, for example {@code /dev/handoff/outbox/publish.lua}. */
+  /** A script from a class path resource, for example {@code /dev/handoff/outbox/publish.lua}, named by its file. */
   public static LuaScript resource(String path) {
-    return new LuaScript(resourceText(path));
+    return new LuaScript(nameOf(path), resourceText(path));
+  }
+
+  /** {@code publish} for {@code /dev/handoff/outbox/publish.lua}. */
+  static String nameOf(String path) {
+    String file = path.substring(path.lastIndexOf('/') + 1);
+    return file.endsWith(".lua") ? file.substring(0, file.length() - 4) : file;
   }
 
   /** The text of a class path resource. */
@@ -56,21 +101,57 @@ public final class LuaScript {
     }
   }
 
-  /** Runs the script on binary keys and arguments; bulk replies come back as {@code byte[]}. */
+  /** The name errors give the script. */
+  public String name() {
+    return name;
+  }
+
+  /**
+   * The Redis commands the script calls, upper case, sorted; a container command with its subcommand
+   * ({@code XINFO|GROUPS}).
+   */
+  public Set<String> commands() {
+    return commands;
+  }
+
+  /** The commands called on line {@code line} (1-based, as Redis numbers them), or none. */
+  Set<String> commandsOnLine(int line) {
+    return line >= 1 && line <= commandsByLine.size() ? commandsByLine.get(line - 1) : Set.of();
+  }
+
+  /**
+   * Runs the script on binary keys and arguments; bulk replies come back as {@code byte[]}.
+   *
+   * @throws redis.clients.jedis.exceptions.JedisAccessControlException when the server's ACL refused the script, a
+   *     command it calls or a key, naming them and the missing permission
+   */
   public Object run(UnifiedJedis redis, List<byte[]> keys, List<byte[]> args) {
     try {
-      return redis.evalsha(sha, keys, args);
-    } catch (JedisNoScriptException e) {
-      return redis.eval(source, keys, args);
+      try {
+        return redis.evalsha(sha, keys, args);
+      } catch (JedisNoScriptException e) {
+        return redis.eval(source, keys, args);
+      }
+    } catch (JedisDataException e) {
+      throw AclErrors.inScript(e, this, keys.stream().map(k -> new String(k, StandardCharsets.UTF_8)).toList());
     }
   }
 
-  /** Runs the script on text keys and arguments; bulk replies come back as {@code String}. */
+  /** Runs the script on text keys and arguments; bulk replies come back as {@code String}. Errors as {@link #run}. */
   public Object runText(UnifiedJedis redis, List<String> keys, List<String> args) {
     try {
-      return redis.evalsha(shaText, keys, args);
-    } catch (JedisNoScriptException e) {
-      return redis.eval(sourceText, keys, args);
+      try {
+        return redis.evalsha(shaText, keys, args);
+      } catch (JedisNoScriptException e) {
+        return redis.eval(sourceText, keys, args);
+      }
+    } catch (JedisDataException e) {
+      throw AclErrors.inScript(e, this, keys);
     }
+  }
+
+  @Override
+  public String toString() {
+    return "script '" + name + "'";
   }
 }

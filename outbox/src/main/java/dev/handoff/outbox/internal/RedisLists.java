@@ -8,6 +8,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisDataException;
 
 /**
  * The list transport: pushes rows onto a Redis list per shard, exactly once and up to a capacity. A list has no
@@ -73,7 +74,12 @@ final class RedisLists implements RedisTransport {
   /** The highest ID pushed (the marker), or zero; the list itself may be empty, consumed. */
   @Override
   public StreamId lastGeneratedId(String key, String relayKey) {
-    List<String> last = redis.hmget(relayKey, "last_ms", "last_seq");
+    List<String> last;
+    try {
+      last = redis.hmget(relayKey, "last_ms", "last_seq");
+    } catch (JedisDataException e) {
+      throw AclErrors.direct(e, "HMGET", List.of(relayKey));
+    }
     if (last.get(0) == null || last.get(1) == null) {
       return StreamId.ZERO;
     }
@@ -84,8 +90,14 @@ final class RedisLists implements RedisTransport {
   @Override
   public TrimResult trim(String key, String relayKey, StreamId noGroupFloor, int limit) {
     List<?> reply = (List<?>) RedisStreams.run(watermark, redis, keys(key, relayKey), List.of());
+    long length;
+    try {
+      length = redis.llen(key);
+    } catch (JedisDataException e) {
+      throw AclErrors.direct(e, "LLEN", List.of(key));
+    }
     return new TrimResult(new String((byte[]) reply.get(0), StandardCharsets.UTF_8), 0, (Long) reply.get(2), "",
-        redis.llen(key));
+        length);
   }
 
   private static List<byte[]> keys(String key, String relayKey) {

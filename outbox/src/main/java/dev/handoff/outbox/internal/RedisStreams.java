@@ -95,7 +95,7 @@ final class RedisStreams implements RedisTransport {
         if (e.getMessage() != null && e.getMessage().contains("no such key")) {
           return StreamId.ZERO;
         }
-        throw e;
+        throw AclErrors.direct(e, "XINFO|STREAM", List.of(streamKey));
       } catch (JedisConnectionException e) {
         if (attempt == CONNECTION_ATTEMPTS) {
           throw e;

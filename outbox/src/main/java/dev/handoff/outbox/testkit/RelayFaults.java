@@ -1,6 +1,7 @@
 package dev.handoff.outbox.testkit;
 
 import dev.handoff.outbox.ShardId;
+import java.time.Duration;
 
 /**
  * Test seam: the points where a test injects real faults into a relay, given to
@@ -19,4 +20,11 @@ public interface RelayFaults {
 
   /** Called after a batch was written to Redis and before the database hears of it. */
   default void afterStreamWrite(ShardId shard, int rows) {}
+
+  /**
+   * Called when a started relay's cycle failed, with the pause it takes before the next cycle: the pause doubles
+   * with each failure in a row (from 100 ms, up to five idle poll intervals), so that a failure that repeats (a
+   * refused permission, say) costs a few attempts a minute, not a busy loop.
+   */
+  default void afterFailedCycle(Throwable error, Duration pause) {}
 }

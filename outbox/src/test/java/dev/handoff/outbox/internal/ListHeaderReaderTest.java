@@ -23,7 +23,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 @HandoffTest
 class ListHeaderReaderTest {
 
-  private static final LuaScript READ = ListScripts.of("return {element_header(ARGV[1])}");
+  private static final LuaScript READ = ListScripts.of("header-test", "return {element_header(ARGV[1])}");
   private static final UUID MESSAGE_ID = UUID.fromString("0190f1c2-3d4e-7f00-8a1b-2c3d4e5f6071");
 
   private final TestEnvironment env;

@@ -29,7 +29,7 @@ class LuaScriptTest {
   void aScriptRedisForgotIsSentWholeOnceAndRunsBySha() throws Exception {
     RestartableRedis server = env.privateRedis();
     RedisClient redis = env.newRedisClient(server.uri());
-    LuaScript script = LuaScript.of(SOURCE);
+    LuaScript script = LuaScript.of("test", SOURCE);
     String sha = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-1")
         .digest(SOURCE.getBytes(StandardCharsets.UTF_8)));
     assertThat(known(server, sha)).as("unknown before the first run").isFalse();
