@@ -22,7 +22,8 @@ import java.util.stream.Collectors;
  *   <li>every component: {@code +evalsha +eval} (scripts run by SHA, sent whole once when Redis does not know them;
  *       a script runs with the caller's permissions, so {@code +eval} grants no command the rule does not) and
  *       {@code +ping} (Jedis's pool checks idle connections with it);</li>
- *   <li>the relay: also {@code +client|setname}, which {@code handoff-relay} sends to name its connections;</li>
+ *   <li>the relay and the operator: also {@code +client|setname}, which the command-line tools
+ *       ({@code handoff-relay}, the sample ledger's {@code status}) send to name their connections;</li>
  *   <li>no Pub/Sub channel, no other key, no administrative command. A Redis database other than 0 needs
  *       {@code +select} as well.</li>
  * </ul>
@@ -73,10 +74,10 @@ public final class RedisAcl {
 
   /**
    * The operator's reads: {@code status} of streams (length, ends, groups, pending, backlog) and of lists (the list
-   * and processing lists in one script, the relay's hash), and the floor of {@code purgeInbox}. Read-only commands
-   * only; dead letters (list, retry) live in the database and need no Redis permission.
+   * and processing lists in one script, the relay's hash), and the floor of {@code purgeInbox}. No command that writes a
+   * key; dead letters (list, retry) live in the database and need no Redis permission.
    */
-  static final Set<String> OPERATOR = Set.of(
+  static final Set<String> OPERATOR = Set.of("CLIENT|SETNAME",
       "EXISTS", "XLEN", "XRANGE", "XREVRANGE", "XINFO|GROUPS", "XINFO|STREAM", "XPENDING",
       "LLEN", "LRANGE", "HKEYS", "HGET", "HMGET");
 

@@ -142,6 +142,16 @@ public final class ListQueues implements AutoCloseable {
       end
       return out""");
 
+  /** The scripts a running list consumer runs (workers, heartbeat, reaper, inbox purge), for the ACL check. */
+  static List<LuaScript> consumerScripts() {
+    return List.of(TAKE, ACK, COUNT_FAILED, HEARTBEAT, REAP, LOWEST_HELD);
+  }
+
+  /** The scripts of a list consumer's status and inbox purge, the operator's, for the ACL check. */
+  static List<LuaScript> statusScripts() {
+    return List.of(HOLDERS, LOWEST_HELD);
+  }
+
   private final RedisClient commands;
   private final RedisClient readers;
 

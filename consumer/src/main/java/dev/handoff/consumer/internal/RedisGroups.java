@@ -89,6 +89,11 @@ public final class RedisGroups implements AutoCloseable {
 
   // Counts up to ARGV[2] entries after ARGV[1] server-side, so only the count and the last ID cross the wire. One
   // call is one page: a long scan is many short scripts, never one that holds Redis for the whole count.
+  /** The scripts a stream consumer runs, for the check that its ACL rule grants what they call. */
+  static List<LuaScript> scripts() {
+    return List.of(RENEW, DEFER, COUNTS, DELETE_IDLE_CONSUMER);
+  }
+
   private final RedisClient commands;
   private final RedisClient readers;
   private final byte[] group;

@@ -30,6 +30,11 @@ final class StreamInspector {
       return {#r, r[#r][1]}""");
   private static final int COUNT_PAGE_SIZE = 500;
 
+  /** The scripts of a stream consumer's status, the operator's, for the ACL check. */
+  static List<LuaScript> scripts() {
+    return List.of(COUNT_PAGE);
+  }
+
   private final RedisClient commands;
   private final List<String> streamKeys;
   private final String groupName;
