@@ -1,0 +1,139 @@
+package dev.handoff.ledger;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.handoff.consumer.testkit.ConsumerTestKit;
+import dev.handoff.ledger.cli.LedgerCli;
+import dev.handoff.outbox.RedisAcl;
+import dev.handoff.outbox.Relay;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.RestartableRedis;
+import dev.handoff.testing.TestEnvironment;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.Jedis;
+import redis.clients.jedis.JedisClientConfig;
+import redis.clients.jedis.RedisClient;
+
+/**
+ * The sample ledger under the Redis users of docs/operations.md: the relay and the ledger consumer each with its own
+ * {@link RedisAcl} rule, and the command line's {@code status} and {@code dlq} with the operator's. Nothing is
+ * refused ({@code ACL LOG} stays empty), and the numbers are exact.
+ */
+@HandoffTest
+class RedisAclLedgerTest {
+
+  private static final int PAYMENTS = 40;
+  private static final int POISON = 4;
+
+  private final TestEnvironment env;
+
+  RedisAclLedgerTest(TestEnvironment env) {
+    this.env = env;
+    LedgerMigrations.migrate(env.dataSource(), env.schema());
+  }
+
+  @Test
+  void relayConsumerStatusAndDeadLettersEachRunUnderTheirOwnRedisUser() {
+    RestartableRedis server = env.privateRedis();
+    String prefix = env.keyPrefix();
+    try (Jedis admin = admin(server)) {
+      admin.aclSetUser("relay", rule("relay", RedisAcl.relay(prefix)));
+      admin.aclSetUser("ledger", rule("ledger", RedisAcl.streamConsumer(prefix)));
+      admin.aclSetUser("operator", rule("operator", RedisAcl.operator(prefix)));
+      admin.aclLogReset();
+    }
+    // The producer needs no Redis at all.
+    Run pay = cli(server.uri().toString(), "pay", "--count", Integer.toString(PAYMENTS), "--poison-every",
+        Integer.toString(PAYMENTS / POISON));
+    assertThat(pay.exit()).as(pay.err()).isZero();
+
+    try (RedisClient relayRedis = RedisClient.builder().hostAndPort(host(server)).clientConfig(login("relay"))
+        .build();
+        Relay relay = Relay.builder(env.dataSource(), relayRedis).schema(env.schema()).keyPrefix(prefix)
+            .topic(PaymentEvents.TOPIC_CONFIG).build()) {
+      ConsumerTestKit.await("every payment published", Duration.ofSeconds(20), () -> {
+        relay.relayOnce();
+        return env.queryLong("SELECT count(*) FROM outbox WHERE published_at IS NULL") == 0;
+      });
+      relay.maintainOnce();
+    }
+
+    LedgerConsumer ledger = LedgerConsumer.builder(env.dataSource(), host(server))
+        .redisConfig(login("ledger"))
+        .schema(env.schema())
+        .keyPrefix(prefix)
+        .workers(1)
+        .block(Duration.ofMillis(50))
+        .minIdle(Duration.ofMillis(600))
+        .reclaimInterval(Duration.ofMillis(50))
+        .maxDeliveries(2)
+        .backoff(Duration.ofMillis(50), Duration.ofMillis(100))
+        .persistStats(false)
+        .build();
+    try {
+      ConsumerTestKit.await("every payment charged or dead-lettered", Duration.ofSeconds(30), () -> {
+        ledger.consumer().pollOnce();
+        return ledger.deadLetters(100).size() == POISON
+            && env.queryLong("SELECT count(*) FROM " + env.schema() + ".charge") == PAYMENTS - POISON;
+      });
+    } finally {
+      ledger.close();
+    }
+
+    String operator = "redis://operator:operator-secret@127.0.0.1:" + server.port();
+    Run status = cli(operator, "status");
+    assertThat(status.exit()).as(status.err()).isZero();
+    assertThat(status.out()).contains("group ledger: backlog 0 (never delivered), pending 0 (delivered, not"
+        + " acknowledged), dead letters " + POISON);
+    Run json = cli(operator, "status", "--json");
+    assertThat(json.exit()).as(json.err()).isZero();
+    Run list = cli(operator, "dlq", "list");
+    assertThat(list.exit()).as(list.err()).isZero();
+    assertThat(list.out().lines().filter(l -> l.contains(" dead "))).hasSize(POISON);
+    Run retry = cli(operator, "dlq", "retry", "--all"); // still poison: each fails again and stays dead
+    assertThat(retry.out()).contains("retried 0 dead letter(s); " + POISON + " still dead");
+    assertThat(retry.exit()).isEqualTo(1);
+
+    try (Jedis admin = admin(server)) {
+      assertThat(admin.aclLog()).extracting(e -> e.getUsername() + " " + e.getContext() + " " + e.getObject())
+          .as("commands Redis refused").isEmpty();
+    }
+  }
+
+  private record Run(int exit, String out, String err) {}
+
+  private Run cli(String redisUrl, String... args) {
+    List<String> all = new ArrayList<>(List.of(args));
+    all.addAll(List.of("--jdbc-url", env.postgres().jdbcUrl(), "--redis-url", redisUrl, "--schema", env.schema(),
+        "--key-prefix", env.keyPrefix()));
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    int exit = LedgerCli.execute(new PrintWriter(out), new PrintWriter(err), all.toArray(String[]::new));
+    return new Run(exit, out.toString(), err.toString());
+  }
+
+  private static String[] rule(String user, String rule) {
+    List<String> tokens = new ArrayList<>(List.of("reset", "on", ">" + user + "-secret"));
+    tokens.addAll(List.of(rule.split(" ")));
+    return tokens.toArray(String[]::new);
+  }
+
+  private static JedisClientConfig login(String user) {
+    return DefaultJedisClientConfig.builder().resp2().user(user).password(user + "-secret").build();
+  }
+
+  private static HostAndPort host(RestartableRedis server) {
+    return new HostAndPort("127.0.0.1", server.port());
+  }
+
+  private static Jedis admin(RestartableRedis server) {
+    return new Jedis("127.0.0.1", server.port());
+  }
+}
