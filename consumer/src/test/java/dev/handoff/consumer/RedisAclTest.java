@@ -1,6 +1,7 @@
 package dev.handoff.consumer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.ListFormat;
@@ -23,6 +24,7 @@ import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.exceptions.JedisAccessControlException;
 
 /**
  * Each component runs end to end under a Redis user that has exactly its {@link RedisAcl} rule and nothing else:
@@ -124,6 +126,47 @@ class RedisAclTest {
       assertThat(f.effectCount(group)).isEqualTo(MESSAGES);
       assertThat(f.doubleEffects(group)).isZero();
       assertThat(refusals(server)).as("commands Redis refused").isEmpty();
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Transport.class)
+  void aRefusedAcknowledgementNamesTheCommandAndThePermission(Transport transport) throws Exception {
+    RestartableRedis server = env.privateRedis();
+    String prefix = env.keyPrefix();
+    String topic = "acl-refused-" + transport.name().toLowerCase();
+    String group = "refused-" + transport.name().toLowerCase();
+    // Streams acknowledge with XACK, sent directly; lists with LREM inside the list-ack script.
+    String rule = transport == Transport.LIST ? RedisAcl.listConsumer(prefix) + " -lrem"
+        : RedisAcl.streamConsumer(prefix) + " -xack";
+    try (Jedis admin = new Jedis("127.0.0.1", server.port())) {
+      admin.aclSetUser("consumer", rule("consumer-secret", rule));
+    }
+    try (RedisClient admin = env.newRedisClient(server.uri())) {
+      Fixture f = new Fixture(env, topic, admin, login(server, "consumer", "consumer-secret"));
+      TransportSide.append(env, topic, 3, i -> "{\"n\":" + i + "}");
+      RelayBuilder relay = Relay.builder(env.dataSource(), admin).schema(env.schema()).keyPrefix(prefix)
+          .topic(TopicConfig.of(topic));
+      try (Relay r = (transport == Transport.LIST ? relay.listTransport(1_000) : relay).build()) {
+        TransportSide.publishAll(env, r);
+      }
+      String key = transport == Transport.LIST ? ListFormat.listKey(prefix, topic, 0) : f.streamKey();
+      try (TransportSide consumer = transport == Transport.LIST
+          ? TransportSide.of(TransportSide.listConsumer(env, f, group).handler(f.effect(group, null)).build())
+          : TransportSide.of(f.consumer(group).build())) {
+        Throwable refused = catchThrowable(consumer::pollOnce);
+        assertThat(refused).isInstanceOf(JedisAccessControlException.class);
+        if (transport == Transport.LIST) {
+          assertThat(refused.getMessage()).contains("Redis ACL refused the command LREM (line 3 of script"
+              + " 'list-ack')", "the Redis user needs +lrem").doesNotContainPattern("[0-9a-f]{40}");
+        } else {
+          assertThat(refused.getMessage()).contains("Redis ACL refused XACK on [" + key + "]: the Redis user needs"
+              + " +xack");
+        }
+      }
+      // The effects committed before the acknowledgement was refused; the inbox keeps a redelivery harmless.
+      assertThat(f.effectCount(group)).isEqualTo(3);
+      assertThat(f.inboxCount(group)).isEqualTo(3);
     }
   }
 
