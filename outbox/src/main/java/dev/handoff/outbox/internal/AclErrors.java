@@ -67,9 +67,10 @@ public final class AclErrors {
       text = "Redis ACL refused " + command + ", which runs " + script + " on keys " + keys + ": the Redis user needs"
           + " +evalsha +eval (handoff runs its scripts by SHA and sends one whole when Redis does not know it)" + calls;
     } else if (m.contains(SCRIPT_KEY_REFUSED) || m.contains(KEY_REFUSED)) {
-      text = "Redis ACL refused " + (onLine.isEmpty() ? "a command" : "the command " + commandList(onLine))
-          + where(script, at) + " access to a key: the Redis user's key patterns must cover " + keys
-          + " and the keys beside them (RedisAcl: ~<keyPrefix>:{*)" + calls;
+      text = (onLine.isEmpty() ? "Redis ACL refused " + script + " access to its keys " + keys
+              : "Redis ACL refused the command " + commandList(onLine) + where(script, at) + " access to a key beside "
+                  + keys)
+          + ": the Redis user's key patterns must cover them (RedisAcl: ~<keyPrefix>:{*)" + calls;
     } else if (!onLine.isEmpty()) {
       text = "Redis ACL refused the command " + commandList(onLine) + where(script, at) + " on keys " + keys
           + ": the Redis user needs " + permissions(onLine).replace(" ", " or ") + calls;
