@@ -167,6 +167,23 @@ class RedisAclTest {
       // The effects committed before the acknowledgement was refused; the inbox keeps a redelivery harmless.
       assertThat(f.effectCount(group)).isEqualTo(3);
       assertThat(f.inboxCount(group)).isEqualTo(3);
+
+      // Granted, a consumer finishes them (reclaimed after minIdle, or released to the list when the first closed):
+      // acknowledged as duplicates, no second effect.
+      try (Jedis a = new Jedis("127.0.0.1", server.port())) {
+        a.aclSetUser("consumer", transport == Transport.LIST ? "+lrem" : "+xack");
+      }
+      try (HandoffConsumer again = transport == Transport.LIST
+          ? TransportSide.listConsumer(env, f, group).handler(f.effect(group, null)).build()
+          : f.consumer(group).build()) {
+        again.start();
+        ConsumerTestKit.await("every entry acknowledged", Duration.ofSeconds(20), () -> transport == Transport.LIST
+            ? admin.llen(key) == 0 && admin.keys(key + ":processing:*").stream()
+                .filter(k -> !k.endsWith(":alive")).allMatch(k -> admin.llen(k) == 0)
+            : f.pendingTotal(group) == 0);
+      }
+      assertThat(f.effectCount(group)).isEqualTo(3);
+      assertThat(f.doubleEffects(group)).isZero();
     }
   }
 

@@ -33,7 +33,8 @@ import redis.clients.jedis.exceptions.JedisAccessControlException;
 /**
  * The relay under a Redis user with exactly {@link RedisAcl#relay}: it publishes and maintains on both transports
  * with nothing refused; with one permission taken away, its error names the refused command and the missing
- * permission (Redis 7.0 itself names only the script's SHA), and a started relay backs off instead of spinning.
+ * permission (Redis 7.0 itself names only the script's SHA), and a started relay backs off instead of spinning, then
+ * carries on once the permission is granted.
  */
 @HandoffTest
 class RelayAclTest {
@@ -100,7 +101,15 @@ class RelayAclTest {
             .build()) {
       relay.start();
       await().atMost(Duration.ofSeconds(20)).until(() -> pauses.size() >= 5);
+      // Granted, the same relay carries on by itself at its next attempt.
+      try (Jedis admin = admin()) {
+        admin.aclSetUser("relay", "+exists");
+      }
+      await().atMost(Duration.ofSeconds(20)).until(() -> RelayTestSupport.unpublished(env) == 0);
       relay.close(Duration.ofSeconds(2));
+    }
+    try (Jedis admin = admin()) {
+      assertThat(admin.xlen(StreamFormat.streamKey(env.keyPrefix(), topic, 0))).isEqualTo(ROWS);
     }
     // Every cycle fails at EXISTS (trim.lua, then publish.lua once rows are confirmed), and says so.
     assertThat(errors).isNotEmpty().allSatisfy(e -> {
