@@ -10,8 +10,9 @@ import java.util.stream.Collectors;
 /**
  * The least-privilege Redis ACL rule of each handoff component: the commands it sends (directly and from its Lua
  * scripts) and the one key pattern every handoff key matches, <code>~&lt;keyPrefix&gt;:&#123;*</code> (each key is
- * <code>&lt;keyPrefix&gt;:&#123;&lt;topic&gt;:&lt;shard&gt;&#125;...</code>, see {@link StreamFormat#streamKey}). Each method returns the rule as the
- * tokens of {@code ACL SETUSER} after the user's name, {@code on} and password, separated by single spaces:
+ * <code>&lt;keyPrefix&gt;:&#123;&lt;topic&gt;:&lt;shard&gt;&#125;...</code>, see {@link StreamFormat#streamKey}). Each
+ * method returns the rule as the tokens of {@code ACL SETUSER} after the user's name, {@code on} and password,
+ * separated by single spaces:
  *
  * <pre>
  * ACL SETUSER relay on &gt;secret resetkeys ~handoff:&#123;* resetchannels -&#64;all +eval +evalsha ...
@@ -74,8 +75,8 @@ public final class RedisAcl {
 
   /**
    * The operator's reads: {@code status} of streams (length, ends, groups, pending, backlog) and of lists (the list
-   * and processing lists in one script, the relay's hash), and the floor of {@code purgeInbox}. No command that writes a
-   * key; dead letters (list, retry) live in the database and need no Redis permission.
+   * and processing lists in one script, the relay's hash), and the floor of {@code purgeInbox}. No command that
+   * writes a key; dead letters (list, retry) live in the database and need no Redis permission.
    */
   static final Set<String> OPERATOR = Set.of("CLIENT|SETNAME",
       "EXISTS", "XLEN", "XRANGE", "XREVRANGE", "XINFO|GROUPS", "XINFO|STREAM", "XPENDING",

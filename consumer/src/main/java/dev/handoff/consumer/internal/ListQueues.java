@@ -174,14 +174,15 @@ public final class ListQueues implements AutoCloseable {
 
   /** {@code BLMOVE list processing LEFT RIGHT timeout} on a reader connection; {@code null} on timeout. */
   public Taken blockingTake(String list, String processing, Duration timeout) {
-    byte[] element = AclErrors.call("BLMOVE", List.of(list, processing), () -> readers.blmove(bytes(list), bytes(processing),
-        ListDirection.LEFT, ListDirection.RIGHT, Math.max(0.01, timeout.toMillis() / 1000.0)));
+    byte[] element = AclErrors.call("BLMOVE", List.of(list, processing), () -> readers.blmove(bytes(list),
+        bytes(processing), ListDirection.LEFT, ListDirection.RIGHT, Math.max(0.01, timeout.toMillis() / 1000.0)));
     if (element == null) {
       return null;
     }
     String[] header = ListFormat.header(element);
     String deliveries = ListFormat.deliveriesKey(list);
-    String count = header == null ? null : AclErrors.call("HGET", List.of(deliveries), () -> commands.hget(deliveries, header[1]));
+    String count = header == null ? null
+        : AclErrors.call("HGET", List.of(deliveries), () -> commands.hget(deliveries, header[1]));
     return new Taken(element, count == null ? 0 : Long.parseLong(count));
   }
 
@@ -264,7 +265,8 @@ public final class ListQueues implements AutoCloseable {
   /** The relay's hash: capacity, last pushed ID. */
   public Map<String, String> relayState(String list) {
     String relay = ListFormat.relayKey(list);
-    List<String> values = AclErrors.call("HMGET", List.of(relay), () -> commands.hmget(relay, "capacity", "last_ms", "last_seq"));
+    List<String> values = AclErrors.call("HMGET", List.of(relay),
+        () -> commands.hmget(relay, "capacity", "last_ms", "last_seq"));
     Map<String, String> out = new LinkedHashMap<>();
     out.put("capacity", values.get(0));
     out.put("last", values.get(1) == null ? null : values.get(1) + "-" + values.get(2));

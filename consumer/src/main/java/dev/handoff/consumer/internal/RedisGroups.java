@@ -87,13 +87,13 @@ public final class RedisGroups implements AutoCloseable {
       if #p == 0 then return redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2]) end
       return -1""");
 
-  // Counts up to ARGV[2] entries after ARGV[1] server-side, so only the count and the last ID cross the wire. One
-  // call is one page: a long scan is many short scripts, never one that holds Redis for the whole count.
   /** The scripts a stream consumer runs, for the check that its ACL rule grants what they call. */
   static List<LuaScript> scripts() {
     return List.of(RENEW, DEFER, COUNTS, DELETE_IDLE_CONSUMER);
   }
 
+  // Counts up to ARGV[2] entries after ARGV[1] server-side, so only the count and the last ID cross the wire. One
+  // call is one page: a long scan is many short scripts, never one that holds Redis for the whole count.
   private final RedisClient commands;
   private final RedisClient readers;
   private final byte[] group;

@@ -35,7 +35,8 @@ public final class AclErrors {
   /** Whether {@code e} is a refusal by the server's ACL (of a command, a subcommand or a key). */
   public static boolean isRefusal(JedisDataException e) {
     String m = e.getMessage();
-    return m != null && (m.startsWith("NOPERM") || m.contains(SCRIPT_COMMAND_REFUSED) || m.contains(SCRIPT_KEY_REFUSED));
+    return m != null
+        && (m.startsWith("NOPERM") || m.contains(SCRIPT_COMMAND_REFUSED) || m.contains(SCRIPT_KEY_REFUSED));
   }
 
   /** The ACL permission for a command, {@code +xinfo|groups} for {@code XINFO|GROUPS}. */

@@ -40,7 +40,8 @@ class AclErrorsTest {
 
   @Test
   void aCommandRefusedInsideAScriptIsNamedByItsLine() {
-    String source = "local a = redis.call('HSET', KEYS[1], 'f', 1)\nlocal b = redis.call('HGET', KEYS[1], 'f')\nreturn b";
+    String source = "local a = redis.call('HSET', KEYS[1], 'f', 1)\n"
+        + "local b = redis.call('HGET', KEYS[1], 'f')\nreturn b";
     LuaScript script = LuaScript.of("probe", source);
     try (RedisClient redis = user("+evalsha +eval +hset")) {
       Throwable raw = catchThrowable(() -> redis.eval(source, List.of("h:{t:0}"), List.of()));
