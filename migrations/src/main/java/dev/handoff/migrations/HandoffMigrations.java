@@ -1,6 +1,12 @@
 package dev.handoff.migrations;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.output.MigrateResult;
@@ -28,7 +34,34 @@ public final class HandoffMigrations {
   /** The name of handoff's own Flyway history table, created inside handoff's schema. */
   public static final String HISTORY_TABLE = "handoff_schema_history";
 
+  /** Every table the migrations create, in the order they are checked. */
+  public static final List<String> TABLES =
+      List.of("outbox", "outbox_purged", "relay_lease", "relay_member", "inbox", "dead_letter");
+
   private HandoffMigrations() {}
+
+  /**
+   * The first of handoff's {@link #TABLES} that {@code schema} lacks, or empty when it has them all: how a
+   * component refuses at once to run on an unmigrated or misnamed schema, instead of failing every cycle.
+   *
+   * @throws SQLException if the database cannot be asked (which says nothing about the schema)
+   */
+  public static Optional<String> missingTable(DataSource dataSource, String schema) throws SQLException {
+    SchemaNames.requireValid(schema);
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
+      for (String table : TABLES) {
+        ps.setString(1, schema + "." + table);
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          if (!rs.getBoolean(1)) {
+            return Optional.of(table);
+          }
+        }
+      }
+    }
+    return Optional.empty();
+  }
 
   /**
    * Creates or upgrades handoff's tables in the {@value #DEFAULT_SCHEMA} schema.

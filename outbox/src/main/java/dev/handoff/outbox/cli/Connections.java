@@ -5,11 +5,17 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.outbox.RedisConnectionSpec;
 import dev.handoff.outbox.RedisUrl;
 import dev.handoff.outbox.internal.RedisFailures;
+import java.net.ConnectException;
+import java.net.SocketTimeoutException;
 import java.sql.Connection;
+import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.Locale;
 import java.util.function.Function;
 import java.util.regex.Pattern;
+import javax.net.ssl.SSLException;
+import org.slf4j.LoggerFactory;
 import redis.clients.jedis.ConnectionPoolConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.JedisClientConfig;
@@ -22,7 +28,11 @@ import redis.clients.jedis.exceptions.JedisException;
  */
 public final class Connections {
 
-  private static final Pattern JDBC_PASSWORD = Pattern.compile("(?i)(password=)[^&;]*");
+  /**
+   * A password parameter's value ends at '&', ';', white space, a ':' before white space, or the end: the reason that
+   * follows it in a message stays.
+   */
+  private static final Pattern JDBC_PASSWORD = Pattern.compile("(?i)(password=)(?!\\*\\*\\*)(?:[^&;\\s:]|:(?!\\s|$))*");
   private static final Pattern URI_PASSWORD = Pattern.compile("(//[^:/@]*:)[^@/]*@");
   /** A password may hold an unescaped '@' (the login ends at the last one), so its rest is masked too. */
   private static final Pattern URI_PASSWORD_REST = Pattern.compile("(//[^:/@\\s]*:)[^/\\s]*@");
@@ -50,11 +60,25 @@ public final class Connections {
     return REDIS_LONE_PASSWORD.matcher(masked).replaceAll("$1***@");
   }
 
-  /** Opens a pool and checks it can connect. User and password may be URL parameters. */
+  /** The time a tool waits at startup for a server that refuses or does not answer, unless told otherwise. */
+  public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(30);
+
+  /** Opens a pool and checks it can connect, waiting up to {@link #DEFAULT_CONNECT_TIMEOUT}. */
   public static HikariDataSource database(String jdbcUrl, int maxConnections, String poolName) {
+    return database(jdbcUrl, maxConnections, poolName, DEFAULT_CONNECT_TIMEOUT);
+  }
+
+  /**
+   * Opens a pool and checks it can connect. User and password may be URL parameters. A server that refuses the
+   * connection or does not answer (SQLSTATE class 08, or 57P03 while it starts) is asked again with backoff until
+   * {@code connectTimeout} has passed; anything else (a wrong password, a missing database) fails at once.
+   */
+  public static HikariDataSource database(String jdbcUrl, int maxConnections, String poolName,
+      Duration connectTimeout) {
     if (jdbcUrl == null || !jdbcUrl.startsWith("jdbc:postgresql:")) {
       throw new UnreachableException("the JDBC URL must start with jdbc:postgresql:, was '" + mask(jdbcUrl) + "'");
     }
+    awaitPostgres(jdbcUrl, connectTimeout);
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(jdbcUrl);
     config.setMaximumPoolSize(maxConnections);
@@ -73,12 +97,18 @@ public final class Connections {
     return pool;
   }
 
+  /** Opens a Redis client, waiting up to {@link #DEFAULT_CONNECT_TIMEOUT} for the server. */
+  public static RedisClient redis(String redisUrl, int maxConnections) {
+    return redis(redisUrl, maxConnections, DEFAULT_CONNECT_TIMEOUT);
+  }
+
   /**
    * Opens a Redis client (RESP2, 2 s timeouts) and checks the server answers. The URL is read by
-   * {@link RedisUrl#parse(String)}: user, password, database and {@code rediss://} for TLS.
+   * {@link RedisUrl#parse(String)}: user, password, database and {@code rediss://} for TLS. A refused or unanswered
+   * connection is tried again with backoff until {@code connectTimeout} has passed; a refused login fails at once.
    */
-  public static RedisClient redis(String redisUrl, int maxConnections) {
-    return redis(redisSpec(redisUrl, RedisConnectionSpec::builder), maxConnections, mask(redisUrl));
+  public static RedisClient redis(String redisUrl, int maxConnections, Duration connectTimeout) {
+    return redis(redisSpec(redisUrl, RedisConnectionSpec::builder), maxConnections, mask(redisUrl), connectTimeout);
   }
 
   /**
@@ -103,10 +133,16 @@ public final class Connections {
    * that names its cause (an untrusted certificate, a host the certificate does not name, TLS on one side only).
    */
   public static RedisClient redis(RedisConnectionSpec spec, int maxConnections) {
-    return redis(spec, maxConnections, spec.url().toString());
+    return redis(spec, maxConnections, DEFAULT_CONNECT_TIMEOUT);
   }
 
-  private static RedisClient redis(RedisConnectionSpec spec, int maxConnections, String shownUrl) {
+  /** As {@link #redis(RedisConnectionSpec, int)}, waiting up to {@code connectTimeout} for a refusing server. */
+  public static RedisClient redis(RedisConnectionSpec spec, int maxConnections, Duration connectTimeout) {
+    return redis(spec, maxConnections, spec.url().toString(), connectTimeout);
+  }
+
+  private static RedisClient redis(RedisConnectionSpec spec, int maxConnections, String shownUrl,
+      Duration connectTimeout) {
     JedisClientConfig client = DefaultJedisClientConfig.builder()
         .from(spec.clientConfig())
         .resp2()
@@ -120,14 +156,81 @@ public final class Connections {
         .clientConfig(client)
         .poolConfig(pool)
         .build();
-    try {
-      redis.ping();
-    } catch (JedisException e) {
-      redis.close();
-      throw new UnreachableException("cannot connect to Redis at " + shownUrl + ": "
-          + mask(RedisFailures.describe(spec, e)));
+    long deadline = System.nanoTime() + connectTimeout.toNanos();
+    for (int attempt = 0; ; attempt++) {
+      try {
+        redis.ping();
+        return redis;
+      } catch (JedisException e) {
+        boolean notYet = notListeningYet(e);
+        if (!notYet || System.nanoTime() - deadline >= 0) {
+          redis.close();
+          throw new UnreachableException("cannot connect to Redis at " + shownUrl
+              + (notYet ? waited(connectTimeout) : "") + ": " + mask(RedisFailures.describe(spec, e)));
+        }
+        waitBeforeRetry(attempt, "Redis", shownUrl, connectTimeout, e.getMessage());
+      }
     }
-    return redis;
+  }
+
+  /**
+   * A refused or unanswered connect: a server that is not up yet. A TLS failure or a refused login is not, and fails
+   * at once rather than after the whole wait.
+   */
+  private static boolean notListeningYet(Throwable e) {
+    // Jedis 8 reports a refused connect as "Failed to connect" with the ConnectException suppressed, not as cause.
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SSLException) {
+        return false;
+      }
+      if (t instanceof ConnectException || (t instanceof SocketTimeoutException && t.getMessage() != null
+          && t.getMessage().toLowerCase(Locale.ROOT).contains("connect"))) {
+        return true;
+      }
+      for (Throwable s : t.getSuppressed()) {
+        if (notListeningYet(s)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  /** Waits until PostgreSQL takes a connection, or throws once only a failure of another kind or time is left. */
+  private static void awaitPostgres(String jdbcUrl, Duration connectTimeout) {
+    long deadline = System.nanoTime() + connectTimeout.toNanos();
+    for (int attempt = 0; ; attempt++) {
+      try {
+        DriverManager.getConnection(jdbcUrl).close();
+        return;
+      } catch (SQLException e) {
+        String state = e.getSQLState() == null ? "" : e.getSQLState();
+        boolean notYet = state.startsWith("08") || state.equals("57P03");
+        if (!notYet || System.nanoTime() - deadline >= 0) {
+          throw new UnreachableException("cannot connect to PostgreSQL at " + mask(jdbcUrl)
+              + (notYet ? waited(connectTimeout) : "") + ": " + firstLine(e.getMessage()));
+        }
+        waitBeforeRetry(attempt, "PostgreSQL", mask(jdbcUrl), connectTimeout, e.getMessage());
+      }
+    }
+  }
+
+  private static String waited(Duration connectTimeout) {
+    return connectTimeout.isZero() ? "" : " (waited " + connectTimeout.toMillis() + " ms, --connect-timeout)";
+  }
+
+  private static void waitBeforeRetry(int attempt, String server, String where, Duration connectTimeout,
+      String why) {
+    if (attempt == 0) {
+      LoggerFactory.getLogger(Connections.class).warn("waiting up to {} ms for {} at {}: {}",
+          connectTimeout.toMillis(), server, where, firstLine(why));
+    }
+    try {
+      Thread.sleep(Math.min(2_000, 100L << Math.min(attempt, 5)));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new UnreachableException("interrupted while waiting for " + server + " at " + where);
+    }
   }
 
   private static String firstLine(String message) {

@@ -5,18 +5,20 @@ import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.TopicConfig;
-import dev.handoff.outbox.Transport;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
+import picocli.CommandLine;
 import redis.clients.jedis.RedisClient;
 
 /**
@@ -36,6 +38,9 @@ import redis.clients.jedis.RedisClient;
     description = "Publishes committed outbox rows to Redis Streams (or lists), exactly once per row.",
     subcommands = GrantsCommand.class)
 public final class RelayCommand implements Callable<Integer> {
+
+  @CommandLine.Spec
+  CommandLine.Model.CommandSpec spec;
 
   @Option(names = "--jdbc-url", defaultValue = "${env:HANDOFF_JDBC_URL}",
       description = "PostgreSQL JDBC URL, user and password as parameters (env HANDOFF_JDBC_URL)")
@@ -78,6 +83,11 @@ public final class RelayCommand implements Callable<Integer> {
           + " (env HANDOFF_LIST_CAPACITY; default ${DEFAULT-VALUE})")
   int listCapacity;
 
+  @Option(names = "--connect-timeout", defaultValue = "${env:HANDOFF_CONNECT_TIMEOUT:-30s}",
+      description = "how long to wait at startup for a PostgreSQL or Redis that refuses or does not answer, e.g."
+          + " 30s or PT30S (env HANDOFF_CONNECT_TIMEOUT; default ${DEFAULT-VALUE})")
+  Duration connectTimeout;
+
   @Option(names = "--migrate", defaultValue = "${env:HANDOFF_MIGRATE:-false}",
       description = "apply handoff's migrations before starting (env HANDOFF_MIGRATE=true)")
   boolean migrate;
@@ -101,36 +111,38 @@ public final class RelayCommand implements Callable<Integer> {
 
   /** The command line with its subcommands; a failure prints one masked line and exits 2. */
   static CommandLine commandLine() {
-    CommandLine cli = new CommandLine(new RelayCommand());
-    cli.setExecutionExceptionHandler((e, line, parsed) -> {
-      line.getErr().println("handoff-relay: " + Connections.mask(e.getMessage()));
-      return 2;
-    });
-    return cli;
+    return CommandLines.configure(new CommandLine(new RelayCommand()), "handoff-relay",
+        e -> e.getMessage() != null ? e.getMessage() : e.toString());
   }
 
   @Override
   public Integer call() throws InterruptedException {
     if (jdbcUrl == null || jdbcUrl.isBlank()) {
-      throw new CommandLine.ParameterException(new CommandLine(this), "--jdbc-url or HANDOFF_JDBC_URL is required");
+      throw new CommandLine.ParameterException(spec.commandLine(), "--jdbc-url or HANDOFF_JDBC_URL is required");
     }
     if (topics == null || topics.isEmpty()) {
-      throw new CommandLine.ParameterException(new CommandLine(this), "--topics or HANDOFF_TOPICS is required");
+      throw new CommandLine.ParameterException(spec.commandLine(), "--topics or HANDOFF_TOPICS is required");
+    }
+    String mode = transport.trim().toLowerCase(Locale.ROOT);
+    if (!mode.equals("stream") && !mode.equals("list")) {
+      throw new CommandLine.ParameterException(spec.commandLine(),
+          "--transport must be stream or list, was '" + transport + "'");
     }
     List<TopicConfig> topicConfigs = parseTopics(topics);
     CountDownLatch stop = Signals.termination();
 
-    try (HikariDataSource db = Connections.database(jdbcUrl, 4, "handoff-relay");
-        RedisClient redis = Connections.redis(redisTls.spec(redisUrl), 8)) {
+    try (HikariDataSource db = Connections.database(jdbcUrl, 4, "handoff-relay", connectTimeout);
+        RedisClient redis = Connections.redis(redisTls.spec(redisUrl), 8, connectTimeout)) {
       if (migrate) {
         HandoffMigrations.migrate(db, schema);
       }
+      requireMigrated(db);
       RelayBuilder builder = Relay.builder(db, redis)
           .schema(schema)
           .keyPrefix(keyPrefix)
           .leaseTtl(leaseTtl)
           .drainTimeout(drainTimeout);
-      if (Transport.valueOf(transport.trim().toUpperCase(java.util.Locale.ROOT)) == Transport.LIST) {
+      if (mode.equals("list")) {
         builder.listTransport(listCapacity);
       }
       topicConfigs.forEach(builder::topic);
@@ -143,6 +155,20 @@ public final class RelayCommand implements Callable<Integer> {
       log().info("relay stopped{}", drained ? "" : " (some assigned rows are left for the next owner)");
       return 0;
     }
+  }
+
+  /** A relay on a schema without handoff's tables would fail every cycle for ever: it exits at once instead. */
+  private void requireMigrated(HikariDataSource db) {
+    Optional<String> missing;
+    try {
+      missing = HandoffMigrations.missingTable(db, schema);
+    } catch (SQLException e) {
+      throw new IllegalStateException("could not inspect schema '" + schema + "': " + e.getMessage(), e);
+    }
+    missing.ifPresent(table -> {
+      throw new IllegalStateException("schema '" + schema + "' has no table '" + table + "': apply handoff's"
+          + " migrations first (--migrate), or pass the right --schema");
+    });
   }
 
   static List<TopicConfig> parseTopics(List<String> specs) {

@@ -7,6 +7,7 @@ import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;
 import java.io.File;
 import java.nio.file.Files;
@@ -82,7 +83,7 @@ class RelayProcessTest {
   @Test
   void badUrlIsOneClearLineAndANonZeroExit() throws Exception {
     ProcessBuilder pb = command("--jdbc-url", "jdbc:postgresql://127.0.0.1:1/nowhere?user=u&password=hunter2",
-        "--redis-url", env.redisUri().toString(), "--topics", "orders");
+        "--redis-url", env.redisUri().toString(), "--topics", "orders", "--connect-timeout", "0s");
     Path err = Files.createTempFile("relay", ".err");
     pb.redirectError(err.toFile()).redirectOutput(ProcessBuilder.Redirect.DISCARD);
     Process p = pb.start();
@@ -92,6 +93,41 @@ class RelayProcessTest {
     assertThat(lines).hasSize(1);
     assertThat(lines.get(0)).startsWith("handoff-relay: cannot connect to PostgreSQL at").doesNotContain("hunter2")
         .contains("password=***");
+  }
+
+  @Test
+  void aRelayStartedBeforeItsRedisWaitsWithinTheConnectTimeoutThenPublishes() throws Exception {
+    RestartableRedis redis = env.privateRedis();
+    redis.stop();
+    Path log = Files.createTempFile("relay-waits", ".log");
+    ProcessBuilder pb = command("--jdbc-url", env.postgres().jdbcUrl(), "--redis-url", redis.uri().toString(),
+        "--topics", "waited", "--schema", env.schema(), "--key-prefix", env.keyPrefix(), "--lease-ttl", "PT5S",
+        "--connect-timeout", "120s");
+    pb.redirectErrorStream(true).redirectOutput(log.toFile());
+    Process relay = pb.start();
+    try {
+      await().atMost(Duration.ofSeconds(30)).until(() -> Files.readString(log).contains("waiting up to 120000 ms for"
+          + " Redis"));
+      assertThat(relay.isAlive()).isTrue();
+      redis.startAgain();
+      Outbox outbox = Outbox.builder().schema(env.schema()).build();
+      try (Connection tx = env.dataSource().getConnection()) {
+        tx.setAutoCommit(false);
+        for (int i = 0; i < 10; i++) {
+          outbox.append(tx, Message.builder("waited", "order.placed").payload("x").build());
+        }
+        tx.commit();
+      }
+      try (var client = env.newRedisClient(redis.uri())) {
+        String key = StreamFormat.streamKey(env.keyPrefix(), "waited", 0);
+        await().atMost(Duration.ofSeconds(30)).until(() -> client.exists(key) && client.xlen(key) == 10);
+      }
+    } finally {
+      relay.destroy();
+    }
+    assertThat(relay.waitFor(15, TimeUnit.SECONDS)).isTrue();
+    assertThat(relay.exitValue()).as(Files.readString(log)).isZero();
+    assertThat(Files.readAllLines(log).stream().filter(l -> l.contains("waiting up to"))).hasSize(1);
   }
 
   private Process startRelay(String name) throws Exception {

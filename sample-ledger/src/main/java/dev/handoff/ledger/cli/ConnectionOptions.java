@@ -34,6 +34,11 @@ public final class ConnectionOptions {
   @Mixin
   RedisTlsOptions redisTls = new RedisTlsOptions();
 
+  @Option(names = "--connect-timeout", defaultValue = "${env:HANDOFF_CONNECT_TIMEOUT:-30s}",
+      description = "how long to wait at startup for a PostgreSQL or Redis that refuses or does not answer, e.g."
+          + " 30s (env HANDOFF_CONNECT_TIMEOUT; default ${DEFAULT-VALUE})")
+  Duration connectTimeout;
+
   @Option(names = "--schema", defaultValue = "${env:HANDOFF_SCHEMA:-" + HandoffMigrations.DEFAULT_SCHEMA + "}",
       description = "schema of handoff's and the ledger's tables (env HANDOFF_SCHEMA; default ${DEFAULT-VALUE})")
   String schema;
@@ -66,7 +71,7 @@ public final class ConnectionOptions {
     if (jdbcUrl == null || jdbcUrl.isBlank()) {
       throw new LedgerException("--jdbc-url or HANDOFF_JDBC_URL is required");
     }
-    return Connections.database(jdbcUrl, maxConnections, poolName);
+    return Connections.database(jdbcUrl, maxConnections, poolName, connectTimeout);
   }
 
   /** A pool to PostgreSQL whose schema holds the ledger's tables. */
@@ -85,7 +90,8 @@ public final class ConnectionOptions {
   /** A Redis client whose server answered, or a one-line error. */
   RedisClient redis(int maxConnections) {
     requireRedisUrl();
-    return Connections.redis(redisTlsSpec(RedisConnectionSpec.DEFAULT_SOCKET_TIMEOUT), maxConnections);
+    return Connections.redis(redisTlsSpec(RedisConnectionSpec.DEFAULT_SOCKET_TIMEOUT), maxConnections,
+        connectTimeout);
   }
 
   /**

@@ -1,5 +1,6 @@
 package dev.handoff.ledger.cli;
 
+import dev.handoff.outbox.cli.CommandLines;
 import dev.handoff.outbox.cli.Connections;
 import java.io.PrintWriter;
 import picocli.CommandLine;
@@ -42,11 +43,7 @@ public final class LedgerCli implements Runnable {
     CommandLine cli = new CommandLine(new LedgerCli());
     cli.setOut(out);
     cli.setErr(err);
-    cli.setExecutionExceptionHandler((e, line, parsed) -> {
-      line.getErr().println("sample-ledger: " + oneLine(e));
-      line.getErr().flush();
-      return 2;
-    });
+    CommandLines.configure(cli, "sample-ledger", LedgerCli::oneLine);
     int code = cli.execute(args);
     out.flush();
     err.flush();
@@ -55,8 +52,8 @@ public final class LedgerCli implements Runnable {
 
   @Override
   public void run() {
-    spec.commandLine().usage(spec.commandLine().getErr());
-    throw new CommandLine.ParameterException(spec.commandLine(), "a command is required");
+    throw new CommandLine.ParameterException(spec.commandLine(), "a command is required: demo, bench, migrate, pay,"
+        + " relay, consume, verify, status or dlq");
   }
 
   /** The first line of what went wrong, with passwords masked. */
