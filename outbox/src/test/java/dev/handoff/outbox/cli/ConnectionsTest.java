@@ -62,7 +62,7 @@ class ConnectionsTest {
     assertThatThrownBy(() -> Connections.redis("redis://hunter2@cache/db", 1))
         .isInstanceOf(Connections.UnreachableException.class)
         .hasMessage("the Redis URL's database must be a number, was 'db'");
-    assertThatThrownBy(() -> Connections.redis("redis://hunter2@127.0.0.1:1", 1))
+    assertThatThrownBy(() -> Connections.redis("redis://hunter2@127.0.0.1:1", 1, java.time.Duration.ZERO))
         .isInstanceOf(Connections.UnreachableException.class)
         .hasMessageStartingWith("cannot connect to Redis at redis://***@127.0.0.1:1: ")
         .satisfies(e -> assertThat(e.getMessage()).doesNotContain("hunter2").doesNotContain("\n"));
