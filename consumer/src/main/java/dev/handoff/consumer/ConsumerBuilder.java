@@ -5,6 +5,7 @@ import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.internal.Statements;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Objects;
@@ -53,7 +54,8 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   Clock clock = Clock.systemUTC();
 
   ConsumerBuilder(DataSource dataSource, HostAndPort redis) {
-    this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+    // Behind a pooler in transaction mode nothing of handoff's may outlive a transaction (see Statements).
+    this.dataSource = Statements.sessionFree(Objects.requireNonNull(dataSource, "dataSource"));
     this.redis = Objects.requireNonNull(redis, "redis");
   }
 

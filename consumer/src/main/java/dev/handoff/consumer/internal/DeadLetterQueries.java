@@ -3,6 +3,7 @@ package dev.handoff.consumer.internal;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.outbox.internal.Json;
+import dev.handoff.outbox.internal.Statements;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -57,7 +58,7 @@ final class DeadLetterQueries {
 
   /** Returns whether a row was inserted (false: this entry was dead-lettered before). */
   boolean insert(Connection tx, String group, Row r) throws SQLException {
-    try (PreparedStatement ps = tx.prepareStatement(insert)) {
+    try (PreparedStatement ps = Statements.prepare(tx, insert)) {
       ps.setString(1, group);
       ps.setObject(2, r.messageId());
       ps.setString(3, r.topic());
@@ -81,7 +82,7 @@ final class DeadLetterQueries {
 
   /** Locks dead letter {@code id} of {@code group}; {@code null} if there is none. */
   Stored lock(Connection tx, String group, long id) throws SQLException {
-    try (PreparedStatement ps = tx.prepareStatement(lock)) {
+    try (PreparedStatement ps = Statements.prepare(tx, lock)) {
       ps.setLong(1, id);
       ps.setString(2, group);
       try (ResultSet rs = ps.executeQuery()) {
@@ -107,14 +108,14 @@ final class DeadLetterQueries {
   }
 
   void markRetried(Connection tx, long id) throws SQLException {
-    try (PreparedStatement ps = tx.prepareStatement(markRetried)) {
+    try (PreparedStatement ps = Statements.prepare(tx, markRetried)) {
       ps.setLong(1, id);
       ps.executeUpdate();
     }
   }
 
   List<DeadLetter> list(Connection c, String group, int limit) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(list)) {
+    try (PreparedStatement ps = Statements.prepare(c, list)) {
       ps.setString(1, group);
       ps.setInt(2, limit);
       List<DeadLetter> out = new ArrayList<>();
@@ -130,7 +131,7 @@ final class DeadLetterQueries {
   }
 
   long countDead(Connection c, String group) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(countDead)) {
+    try (PreparedStatement ps = Statements.prepare(c, countDead)) {
       ps.setString(1, group);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
@@ -140,7 +141,7 @@ final class DeadLetterQueries {
   }
 
   List<Long> retryableIds(Connection c, String group) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(retryable)) {
+    try (PreparedStatement ps = Statements.prepare(c, retryable)) {
       ps.setString(1, group);
       List<Long> out = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {

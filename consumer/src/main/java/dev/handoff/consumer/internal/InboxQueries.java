@@ -1,5 +1,6 @@
 package dev.handoff.consumer.internal;
 
+import dev.handoff.outbox.internal.Statements;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -55,7 +56,7 @@ final class InboxQueries {
 
   /** Which of {@code ids} have a marker of outcome processed in {@code group}. */
   Set<UUID> processed(Connection c, String group, List<UUID> ids) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(processed)) {
+    try (PreparedStatement ps = Statements.prepare(c, processed)) {
       ps.setString(1, group);
       ps.setArray(2, c.createArrayOf("uuid", ids.toArray()));
       Set<UUID> out = new HashSet<>();
@@ -74,7 +75,7 @@ final class InboxQueries {
     if (ids.isEmpty()) {
       return Set.of();
     }
-    try (PreparedStatement ps = tx.prepareStatement(insert)) {
+    try (PreparedStatement ps = Statements.prepare(tx, insert)) {
       Array idArray = tx.createArrayOf("uuid", ids.toArray());
       Array streamArray = tx.createArrayOf("text", streamIds.toArray());
       ps.setString(1, group);
@@ -92,7 +93,7 @@ final class InboxQueries {
   }
 
   void delete(Connection tx, String group, UUID id) throws SQLException {
-    try (PreparedStatement ps = tx.prepareStatement(delete)) {
+    try (PreparedStatement ps = Statements.prepare(tx, delete)) {
       ps.setString(1, group);
       ps.setObject(2, id);
       ps.executeUpdate();
@@ -101,7 +102,7 @@ final class InboxQueries {
 
   /** Turns a {@code dead} marker into {@code processed}; returns whether there was one. */
   boolean revive(Connection tx, String group, UUID id, String streamId) throws SQLException {
-    try (PreparedStatement ps = tx.prepareStatement(revive)) {
+    try (PreparedStatement ps = Statements.prepare(tx, revive)) {
       ps.setString(1, streamId);
       ps.setString(2, group);
       ps.setObject(3, id);
@@ -111,7 +112,7 @@ final class InboxQueries {
 
   /** Markers older than {@code before} whose stream ID is at or above {@code floor} (or unknown). */
   long countRetained(Connection c, String group, Instant before, long[] floor) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(countRetained)) {
+    try (PreparedStatement ps = Statements.prepare(c, countRetained)) {
       ps.setString(1, group);
       ps.setTimestamp(2, Timestamp.from(before));
       ps.setLong(3, floor[0]);
@@ -125,7 +126,7 @@ final class InboxQueries {
 
   /** Whether the group has any marker processed before {@code before}. */
   boolean anyBefore(Connection c, String group, Instant before) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(anyBefore)) {
+    try (PreparedStatement ps = Statements.prepare(c, anyBefore)) {
       ps.setString(1, group);
       ps.setTimestamp(2, Timestamp.from(before));
       try (ResultSet rs = ps.executeQuery()) {
@@ -137,7 +138,7 @@ final class InboxQueries {
 
   /** Markers older than {@code before} whose message the outbox still holds, counted up to 100,000. */
   long countInOutbox(Connection c, String group, Instant before) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(countInOutbox)) {
+    try (PreparedStatement ps = Statements.prepare(c, countInOutbox)) {
       ps.setString(1, group);
       ps.setTimestamp(2, Timestamp.from(before));
       try (ResultSet rs = ps.executeQuery()) {
@@ -152,7 +153,7 @@ final class InboxQueries {
    * message the outbox no longer holds; returns how many.
    */
   int purgeBatch(Connection c, String group, Instant before, long[] floor) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(purgeBatch)) {
+    try (PreparedStatement ps = Statements.prepare(c, purgeBatch)) {
       ps.setString(1, group);
       ps.setTimestamp(2, Timestamp.from(before));
       ps.setLong(3, floor[0]);

@@ -3,6 +3,7 @@ package dev.handoff.consumer.internal;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.outbox.internal.Json;
+import dev.handoff.outbox.internal.Statements;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -40,7 +41,7 @@ final class OutboxQueries {
 
   /** Rows of a shard not published yet. */
   long unpublished(Connection c, String topic, int shard) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(unpublished)) {
+    try (PreparedStatement ps = Statements.prepare(c, unpublished)) {
       ps.setString(1, topic);
       ps.setInt(2, shard);
       try (ResultSet rs = ps.executeQuery()) {
@@ -54,7 +55,7 @@ final class OutboxQueries {
   InboundMessage find(Connection c, String topic, int shard, String streamKey, String streamId, long deliveries)
       throws SQLException {
     int dash = streamId.indexOf('-');
-    try (PreparedStatement ps = c.prepareStatement(byStreamId)) {
+    try (PreparedStatement ps = Statements.prepare(c, byStreamId)) {
       ps.setString(1, topic);
       ps.setInt(2, shard);
       ps.setLong(3, Long.parseLong(streamId.substring(0, dash)));
@@ -92,7 +93,7 @@ final class OutboxQueries {
     }
     sql.append(" ORDER BY id LIMIT ?");
     args.add(limit);
-    try (PreparedStatement ps = c.prepareStatement(sql.toString())) {
+    try (PreparedStatement ps = Statements.prepare(c, sql.toString())) {
       bind(ps, args);
       List<Row> rows = new ArrayList<>(limit);
       try (ResultSet rs = ps.executeQuery()) {
@@ -132,7 +133,7 @@ final class OutboxQueries {
     List<Object> args = new ArrayList<>(insideArgs);
     args.add(topic);
     args.addAll(overlapArgs);
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
+    try (PreparedStatement ps = Statements.prepare(c, sql)) {
       bind(ps, args);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();

@@ -69,9 +69,12 @@ public final class Connections {
   }
 
   /**
-   * Opens a pool and checks it can connect. User and password may be URL parameters. A server that refuses the
-   * connection or does not answer (SQLSTATE class 08, or 57P03 while it starts) is asked again with backoff until
-   * {@code connectTimeout} has passed; anything else (a wrong password, a missing database) fails at once.
+   * Opens a pool and checks it can connect. User and password may be URL parameters. The pool's statements are
+   * never named server-side prepared statements ({@code prepareThreshold=0}) unless the URL says otherwise, so the
+   * tools work behind a pooler in transaction mode (PgBouncer before 1.21) as they do on a direct connection. A
+   * server that refuses the connection or does not answer (SQLSTATE class 08, or 57P03 while it starts) is asked
+   * again with backoff until {@code connectTimeout} has passed; anything else (a wrong password, a missing database)
+   * fails at once.
    */
   public static HikariDataSource database(String jdbcUrl, int maxConnections, String poolName,
       Duration connectTimeout) {
@@ -81,6 +84,7 @@ public final class Connections {
     awaitPostgres(jdbcUrl, connectTimeout);
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(jdbcUrl);
+    config.addDataSourceProperty("prepareThreshold", "0"); // a prepareThreshold in the URL wins
     config.setMaximumPoolSize(maxConnections);
     config.setMinimumIdle(1);
     config.setPoolName(poolName);

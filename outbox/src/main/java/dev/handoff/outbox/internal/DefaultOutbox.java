@@ -66,7 +66,7 @@ public final class DefaultOutbox implements Outbox {
     Prepared p = prepare(message);
     try {
       reserveCapacity(tx, message.topic(), 1);
-      try (PreparedStatement ps = tx.prepareStatement(insertOne)) {
+      try (PreparedStatement ps = Statements.prepare(tx, insertOne)) {
         ps.setObject(1, p.messageId);
         ps.setString(2, message.topic());
         ps.setInt(3, p.shard);
@@ -125,7 +125,7 @@ public final class DefaultOutbox implements Outbox {
         reserveCapacity(tx, e.getKey(), e.getValue());
       }
       Map<UUID, Long> outboxIds = new HashMap<>(n * 2);
-      try (PreparedStatement ps = tx.prepareStatement(insertMany)) {
+      try (PreparedStatement ps = Statements.prepare(tx, insertMany)) {
         ps.setString(1, channel);
         ps.setArray(2, tx.createArrayOf("text", perTopic.keySet().toArray(String[]::new)));
         ps.setArray(3, tx.createArrayOf("uuid", ids));

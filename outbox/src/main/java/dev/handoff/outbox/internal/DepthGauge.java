@@ -37,7 +37,7 @@ final class DepthGauge {
   /** Counts now, bypassing the cache, and caches the result. */
   long count(Connection tx, String topic, long capacity) throws SQLException {
     long depth;
-    try (PreparedStatement ps = tx.prepareStatement(countSql)) {
+    try (PreparedStatement ps = Statements.prepare(tx, countSql)) {
       ps.setString(1, topic);
       ps.setLong(2, capacity + 1);
       try (ResultSet rs = ps.executeQuery()) {

@@ -73,7 +73,7 @@ final class LeaseQueries {
    * @throws IllegalStateException if some shard of this schema is written under another Redis key prefix
    */
   void requireKeyPrefix(Connection c, String keyPrefix) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(otherPrefix)) {
+    try (PreparedStatement ps = Statements.prepare(c, otherPrefix)) {
       ps.setString(1, keyPrefix);
       try (ResultSet rs = ps.executeQuery()) {
         if (rs.next()) {
@@ -87,7 +87,7 @@ final class LeaseQueries {
 
   /** Creates the shard's lease row if needed; call {@link #requireKeyPrefix} first. */
   void ensureRow(Connection c, ShardId shard, String keyPrefix) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(ensure)) {
+    try (PreparedStatement ps = Statements.prepare(c, ensure)) {
       ps.setString(1, shard.topic());
       ps.setInt(2, shard.shard());
       ps.setString(3, keyPrefix);
@@ -97,7 +97,7 @@ final class LeaseQueries {
 
   /** Renews this owner's lease or takes a free or expired one; null when another relay holds it. */
   Lease acquire(Connection c, ShardId shard, String owner, Duration ttl) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(acquire)) {
+    try (PreparedStatement ps = Statements.prepare(c, acquire)) {
       ps.setString(1, owner);
       ps.setString(2, owner);
       ps.setDouble(3, ttl.toMillis() / 1000.0);
@@ -115,7 +115,7 @@ final class LeaseQueries {
   }
 
   boolean release(Connection c, ShardId shard, String owner, long epoch) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(release)) {
+    try (PreparedStatement ps = Statements.prepare(c, release)) {
       ps.setString(1, shard.topic());
       ps.setInt(2, shard.shard());
       ps.setString(3, owner);
@@ -136,7 +136,7 @@ final class LeaseQueries {
 
   private static void raise(Connection c, String sql, ShardId shard, String owner, long epoch, StreamId id)
       throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
+    try (PreparedStatement ps = Statements.prepare(c, sql)) {
       ps.setLong(1, id.ms());
       ps.setLong(2, id.seq());
       ps.setString(3, shard.topic());
@@ -151,7 +151,7 @@ final class LeaseQueries {
 
   /** How many relays are alive (this one included, whose heartbeat {@link #renewAll} writes); forgets dead ones. */
   int liveMembers(Connection c, Duration ttl) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(liveMembers)) {
+    try (PreparedStatement ps = Statements.prepare(c, liveMembers)) {
       ps.setDouble(1, ttl.toMillis() * 10 / 1000.0);
       ps.setDouble(2, ttl.toMillis() / 1000.0);
       try (ResultSet rs = ps.executeQuery()) {
@@ -179,7 +179,7 @@ final class LeaseQueries {
       shards[i] = e.getKey().shard();
       epochs[i++] = e.getValue();
     }
-    try (PreparedStatement ps = c.prepareStatement(renewAll)) {
+    try (PreparedStatement ps = Statements.prepare(c, renewAll)) {
       ps.setString(1, owner);
       ps.setArray(2, c.createArrayOf("text", topics));
       ps.setArray(3, c.createArrayOf("int4", shards));
@@ -197,7 +197,7 @@ final class LeaseQueries {
   }
 
   void leave(Connection c, String owner) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(leave)) {
+    try (PreparedStatement ps = Statements.prepare(c, leave)) {
       ps.setString(1, owner);
       ps.executeUpdate();
     }

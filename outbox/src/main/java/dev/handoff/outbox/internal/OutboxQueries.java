@@ -10,7 +10,6 @@ import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
-import org.postgresql.PGStatement;
 
 /**
  * The relay's SQL on the {@code outbox} table and the batch it keeps in {@code relay_lease}. Every write is fenced
@@ -23,9 +22,6 @@ import org.postgresql.PGStatement;
  */
 final class OutboxQueries {
 
-  /** Below this size (1 MiB), the outbox's statements are planned at each execution. */
-  static final long SMALL_TABLE_PAGES = 128;
-
   private final String assign;
   private final String pendingBatch;
   private final String assigned;
@@ -35,12 +31,9 @@ final class OutboxQueries {
   private final String purgeRange;
   private final String firstIdFrom;
   private final String purgeLag;
-  private final String outboxTable;
-  private volatile boolean planEachTime = true;
 
   OutboxQueries(String schema) {
     String outbox = schema + ".outbox";
-    outboxTable = outbox;
     String lease = schema + ".relay_lease";
     String fence = "SELECT 1 FROM " + lease + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ?";
     assign = assignSql(outbox, lease);
@@ -344,34 +337,12 @@ final class OutboxQueries {
   }
 
   /**
-   * Decides from the outbox's statistics whether the relay's statements are planned at each execution. While
-   * {@code pg_class} says the table is small or was never analysed (a fresh deployment, until autovacuum's first
-   * ANALYZE, up to a minute), a generic plan would be made for a table of a page or two: a sequential scan, kept
-   * while the table grows, so every statement reads the whole table. Measured: a relay at 1,000 rows/s fell behind
-   * by seconds within 15 s of a fresh start. Planning each time costs about 0.5 to 1 ms per statement; once the
-   * statistics describe a table of {@value #SMALL_TABLE_PAGES} pages or more, cached plans are safe and used.
+   * Every statement is the unnamed one ({@link Statements}), planned with its arguments at each execution: a generic plan
+   * cached while the outbox had no statistics yet (a fresh deployment, until autovacuum's first ANALYZE) was a
+   * sequential scan, kept while the table grew (a relay at 1,000 rows/s fell seconds behind within 15 s), and
+   * nothing may outlive the transaction behind a pooler in transaction mode.
    */
-  void refreshPlanning(Connection c) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(
-        "SELECT relpages, reltuples FROM pg_class WHERE oid = to_regclass(?)")) {
-      ps.setString(1, outboxTable);
-      try (ResultSet rs = ps.executeQuery()) {
-        planEachTime = !rs.next() || rs.getFloat(2) < 0 || rs.getLong(1) < SMALL_TABLE_PAGES;
-      }
-    }
-  }
-
-  /** Whether statements are currently planned at each execution; see {@link #refreshPlanning}. */
-  boolean plansEachTime() {
-    return planEachTime;
-  }
-
-  private PreparedStatement prepare(Connection c, String sql) throws SQLException {
-    PreparedStatement ps = c.prepareStatement(sql);
-    if (planEachTime && ps.isWrapperFor(PGStatement.class)) {
-      // The unnamed statement: planned with the actual arguments at each execution, never cached.
-      ps.unwrap(PGStatement.class).setPrepareThreshold(0);
-    }
-    return ps;
+  private static PreparedStatement prepare(Connection c, String sql) throws SQLException {
+    return Statements.prepare(c, sql);
   }
 }

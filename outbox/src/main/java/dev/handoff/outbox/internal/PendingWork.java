@@ -39,7 +39,7 @@ final class PendingWork {
     }
     Array topicArray = c.createArrayOf("text", topics);
     Array shardArray = c.createArrayOf("int4", numbers);
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
+    try (PreparedStatement ps = Statements.prepare(c, sql)) {
       ps.setArray(1, topicArray);
       ps.setArray(2, shardArray);
       Set<ShardId> out = new HashSet<>();

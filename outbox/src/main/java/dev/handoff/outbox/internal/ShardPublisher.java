@@ -35,7 +35,6 @@ final class ShardPublisher {
   }
 
   private static final Logger log = LoggerFactory.getLogger(Relay.class);
-  private static final long PLANNING_CHECK_INTERVAL_NANOS = 5_000_000_000L;
 
   private final RelayConfig config;
   private final RelayListener listener;
@@ -51,7 +50,6 @@ final class ShardPublisher {
   private final Consumer<Runnable> notifier;
   /** Set by each cycle of {@link #publishOwned}: whether the next cycle should start without waiting. */
   private boolean mayHaveMore;
-  private long nextPlanningCheckNanos = System.nanoTime();
 
   ShardPublisher(RelayConfig config, RedisTransport streams, LeaseQueries leases, OutboxQueries outbox,
       RelayFaults faults, RelayMaintenance maintenance, Map<ShardId, OwnedShard> owned, Connections connections,
@@ -96,11 +94,6 @@ final class ShardPublisher {
     }
     int assigned = 0;
     try (Connection c = connections.get()) {
-      long start = System.nanoTime();
-      if (start >= nextPlanningCheckNanos) {
-        outbox.refreshPlanning(c);
-        nextPlanningCheckNanos = start + PLANNING_CHECK_INTERVAL_NANOS;
-      }
       Set<ShardId> withWork = assignedOnly ? Set.of() : pendingWork.shardsWithWork(c, owned.keySet());
       List<Wanted> wanted = new ArrayList<>();
       for (OwnedShard o : new ArrayList<>(owned.values())) {

@@ -81,29 +81,6 @@ class OutboxQueriesPlanTest {
     assertThat(old).as("the hazard this guards against: no bound on the rows read").doesNotContain("Index Cond");
   }
 
-  @Test
-  void statementsArePlannedEachTimeUntilStatisticsDescribeATableOfSomeSize() throws SQLException {
-    OutboxQueries queries = new OutboxQueries(env.schema());
-    try (Connection c = env.dataSource().getConnection()) {
-      queries.refreshPlanning(c);
-      assertThat(queries.plansEachTime()).as("never analysed").isTrue();
-
-      env.execute("INSERT INTO outbox (message_id, topic, shard, type, payload)"
-          + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00' FROM generate_series(1, 100) i",
-          "ANALYZE outbox");
-      queries.refreshPlanning(c);
-      assertThat(queries.plansEachTime()).as("analysed, a few pages").isTrue();
-
-      env.execute("INSERT INTO outbox (message_id, topic, shard, type, payload)"
-          + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00' FROM generate_series(1, 30000) i",
-          "ANALYZE outbox");
-      assertThat(env.queryLong("SELECT relpages FROM pg_class WHERE oid = 'outbox'::regclass"))
-          .isGreaterThanOrEqualTo(OutboxQueries.SMALL_TABLE_PAGES);
-      queries.refreshPlanning(c);
-      assertThat(queries.plansEachTime()).as("analysed, over 1 MiB").isFalse();
-    }
-  }
-
   /** 1,000 ids as an array literal, the size of a relay batch. */
   private static String literalBatch() {
     StringBuilder ids = new StringBuilder("'{");
