@@ -37,6 +37,7 @@ public final class RelayBuilder {
 
   private final DataSource dataSource;
   private final UnifiedJedis redis;
+  private DataSource notificationDataSource;
   private RelayFaults faults = RelayFaults.NONE;
   private String schema = HandoffMigrations.DEFAULT_SCHEMA;
   private String keyPrefix = StreamFormat.DEFAULT_KEY_PREFIX;
@@ -113,7 +114,10 @@ public final class RelayBuilder {
     return this;
   }
 
-  /** The longest wait between looks at the outbox without a notification. Defaults to 1 s. */
+  /**
+   * The longest wait between looks at the outbox without a notification. Defaults to 1 s. It is also how long a new
+   * row may wait when notifications cannot arrive (see {@link #notificationDataSource}).
+   */
   public RelayBuilder idlePollInterval(Duration interval) {
     this.idlePollInterval = interval;
     return this;
@@ -187,6 +191,21 @@ public final class RelayBuilder {
     return this;
   }
 
+  /**
+   * Where the relay's LISTEN connection comes from, when it must not be the main data source: LISTEN needs a server
+   * session of its own for as long as the relay runs, which a pooler in transaction mode (PgBouncer's
+   * {@code pool_mode = transaction}) does not give. Pass a direct connection to PostgreSQL here (one connection is
+   * held; no pool is needed) and keep the pooled data source for the rest. Defaults to the main data source.
+   *
+   * <p>Either way, after each LISTEN the relay checks that a NOTIFY sent through the main data source (as appends
+   * send theirs) arrives. If it does not within 5 s, the relay logs one WARN line that says it polls the outbox every
+   * {@link #idlePollInterval} instead and how to fix it, and stops listening.
+   */
+  public RelayBuilder notificationDataSource(DataSource notificationDataSource) {
+    this.notificationDataSource = Objects.requireNonNull(notificationDataSource, "notificationDataSource");
+    return this;
+  }
+
   /** Callbacks for metrics. Defaults to {@link RelayListener#NOOP}. */
   public RelayBuilder listener(RelayListener listener) {
     this.listener = listener;
@@ -241,7 +260,7 @@ public final class RelayBuilder {
         retentionBatchSize, maintenanceInterval, trimLimit, trimStreams, trimSlack,
         retentionBudget != null ? retentionBudget : half(maintenanceInterval), drainTimeout, listener, clock,
         transport, listCapacity);
-    return new DefaultRelay(dataSource, redis, config, faults);
+    return new DefaultRelay(dataSource, notificationDataSource, redis, config, faults);
   }
 
   private static Duration half(Duration interval) {

@@ -88,6 +88,16 @@ public final class RelayCommand implements Callable<Integer> {
           + " 30s or PT30S (env HANDOFF_CONNECT_TIMEOUT; default ${DEFAULT-VALUE})")
   Duration connectTimeout;
 
+  @Option(names = "--notification-jdbc-url", defaultValue = "${env:HANDOFF_NOTIFICATION_JDBC_URL}",
+      description = "a direct PostgreSQL JDBC URL for the relay's LISTEN connection, when --jdbc-url goes through a"
+          + " pooler in transaction mode such as PgBouncer (env HANDOFF_NOTIFICATION_JDBC_URL; default: --jdbc-url)")
+  String notificationJdbcUrl;
+
+  @Option(names = "--idle-poll-interval", defaultValue = "${env:HANDOFF_IDLE_POLL_INTERVAL:-PT1S}",
+      description = "longest wait between looks at the outbox without a notification, ISO-8601"
+          + " (env HANDOFF_IDLE_POLL_INTERVAL; default ${DEFAULT-VALUE})")
+  Duration idlePollInterval;
+
   @Option(names = "--migrate", defaultValue = "${env:HANDOFF_MIGRATE:-false}",
       description = "apply handoff's migrations before starting (env HANDOFF_MIGRATE=true)")
   boolean migrate;
@@ -132,6 +142,8 @@ public final class RelayCommand implements Callable<Integer> {
     CountDownLatch stop = Signals.termination();
 
     try (HikariDataSource db = Connections.database(jdbcUrl, 4, "handoff-relay", connectTimeout);
+        HikariDataSource listenDb = notificationJdbcUrl == null || notificationJdbcUrl.isBlank() ? null
+            : Connections.database(notificationJdbcUrl, 1, "handoff-relay-listen", connectTimeout);
         RedisClient redis = Connections.redis(redisTls.spec(redisUrl), 8, connectTimeout)) {
       if (migrate) {
         HandoffMigrations.migrate(db, schema);
@@ -141,7 +153,11 @@ public final class RelayCommand implements Callable<Integer> {
           .schema(schema)
           .keyPrefix(keyPrefix)
           .leaseTtl(leaseTtl)
-          .drainTimeout(drainTimeout);
+          .drainTimeout(drainTimeout)
+          .idlePollInterval(idlePollInterval);
+      if (listenDb != null) {
+        builder.notificationDataSource(listenDb);
+      }
       if (mode.equals("list")) {
         builder.listTransport(listCapacity);
       }

@@ -46,6 +46,7 @@ public final class DefaultRelay implements Relay {
   private enum State { NEW, RUNNING, CLOSING, CLOSED }
 
   private final DataSource dataSource;
+  private final DataSource notificationDataSource;
   private final RelayConfig config;
   private final RelayListener listener;
   private final String[] topicNames;
@@ -62,8 +63,13 @@ public final class DefaultRelay implements Relay {
   private final ShardPublisher publisher;
   private final RelayFaults faults;
 
-  public DefaultRelay(DataSource dataSource, UnifiedJedis redis, RelayConfig config, RelayFaults faults) {
-    this.dataSource = dataSource;
+  /**
+   * @param notificationDataSource where the LISTEN connection comes from; {@code dataSource} when null
+   */
+  public DefaultRelay(DataSource dataSource, DataSource notificationDataSource, UnifiedJedis redis,
+      RelayConfig config, RelayFaults faults) {
+    this.dataSource = Statements.sessionFree(dataSource);
+    this.notificationDataSource = notificationDataSource != null ? notificationDataSource : this.dataSource;
     this.faults = faults;
     this.config = config;
     this.listener = config.listener();
@@ -75,7 +81,7 @@ public final class DefaultRelay implements Relay {
     OutboxQueries outbox = new OutboxQueries(config.schema());
     this.topicNames = config.topics().stream().map(TopicConfig::name).toArray(String[]::new);
     this.maintenance = new RelayMaintenance(config, streams, leases, outbox, topicNames, this::notify);
-    this.renewer = new LeaseRenewer(config, dataSource, leases);
+    this.renewer = new LeaseRenewer(config, this.dataSource, leases);
     this.leaseKeeper = new LeaseKeeper(config, leases, streams, owned, this::autocommit, renewer, this::notify);
     this.publisher = new ShardPublisher(config, streams, leases, outbox, faults, maintenance, owned,
         this::autocommit, leaseKeeper::lost, this::notify);
@@ -107,8 +113,9 @@ public final class DefaultRelay implements Relay {
         config.transport() == Transport.LIST ? "list (capacity " + config.listCapacity() + ")" : "stream",
         config.topics().stream().map(t -> t.name() + "x" + t.shards()).collect(Collectors.joining(",")),
         config.leaseTtl(), config.minBatchSize(), config.maxBatchSize(), config.outboxRetention());
-    notifications = new NotificationListener(dataSource, Notifications.channel(config.schema()),
-        Set.of(topicNames), waiter);
+    notifications = new NotificationListener(notificationDataSource, dataSource,
+        Notifications.channel(config.schema()), Set.of(topicNames), waiter, config.owner(),
+        config.idlePollInterval());
     listenThread = new Thread(notifications, "handoff-relay-listen-" + config.owner());
     listenThread.setDaemon(true);
     listenThread.setUncaughtExceptionHandler(this::uncaught);

@@ -1,9 +1,12 @@
 package dev.handoff.outbox.internal;
 
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.Set;
+import java.util.UUID;
 import javax.sql.DataSource;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
@@ -14,47 +17,62 @@ import org.slf4j.LoggerFactory;
  * Listens for appends' notifications on a connection of its own and wakes the relay. When the connection fails it
  * reconnects with a growing pause; the relay's polling covers the gap, so a lost notification delays a row by at
  * most the idle poll interval and never loses it.
+ *
+ * <p>LISTEN belongs to a server session. Behind a pooler in transaction mode (PgBouncer's {@code pool_mode =
+ * transaction}) the session goes back to the pool once LISTEN is done, and notifications reach whichever client
+ * holds it then: the relay would wait for its idle poll without a word. So after each LISTEN the listener sends a
+ * probe NOTIFY through the relay's own data source (the way appends notify) and waits for it. When it does not
+ * arrive, the listener says so once at WARN, takes its LISTEN back as far as it can, and ends: the relay polls.
  */
 final class NotificationListener implements Runnable {
 
   private static final Logger log = LoggerFactory.getLogger(NotificationListener.class);
+  /** How long the probe may take; on a direct connection it arrives within milliseconds. */
+  static final Duration PROBE_TIMEOUT = Duration.ofSeconds(5);
 
-  private final DataSource dataSource;
+  private final DataSource listenSource;
+  private final DataSource notifySource;
   private final String channel;
   private final Set<String> topics;
   private final Waiter waiter;
+  private final String owner;
+  private final Duration idlePollInterval;
   private volatile boolean running = true;
 
-  NotificationListener(DataSource dataSource, String channel, Set<String> topics, Waiter waiter) {
-    this.dataSource = dataSource;
+  /**
+   * @param listenSource where the LISTEN connection comes from (a direct one when the relay was given one)
+   * @param notifySource the relay's data source, through which the probe NOTIFY goes as appends' do
+   */
+  NotificationListener(DataSource listenSource, DataSource notifySource, String channel, Set<String> topics,
+      Waiter waiter, String owner, Duration idlePollInterval) {
+    this.listenSource = listenSource;
+    this.notifySource = notifySource;
     this.channel = channel;
     this.topics = topics;
     this.waiter = waiter;
+    this.owner = owner;
+    this.idlePollInterval = idlePollInterval;
   }
 
   @Override
   public void run() {
     long backoffMillis = 100;
     while (running) {
-      try (Connection c = dataSource.getConnection()) {
+      try (Connection c = listenSource.getConnection()) {
         c.setAutoCommit(true);
-        try (Statement s = c.createStatement()) {
+        try (Statement s = Statements.statement(c)) {
           s.execute("LISTEN \"" + channel + "\"");
         }
         PGConnection pg = c.unwrap(PGConnection.class);
         backoffMillis = 100;
         // Rows committed while no one listened are only seen by polling; look once now.
         waiter.wake();
+        if (!probe(pg)) {
+          giveUp(c);
+          return;
+        }
         while (running) {
-          PGNotification[] batch = pg.getNotifications(500);
-          if (batch != null) {
-            for (PGNotification n : batch) {
-              if (topics.contains(n.getParameter())) {
-                waiter.wake();
-                break;
-              }
-            }
-          }
+          wakeOnTopic(pg.getNotifications(500));
         }
       } catch (SQLException | RuntimeException e) {
         if (!running) {
@@ -65,6 +83,58 @@ final class NotificationListener implements Runnable {
         sleep(backoffMillis);
         backoffMillis = Math.min(5_000, backoffMillis * 2);
       }
+    }
+  }
+
+  /** Whether a NOTIFY sent through the relay's data source reaches this LISTEN; any notification proves it. */
+  private boolean probe(PGConnection pg) throws SQLException {
+    String payload = "probe:" + UUID.randomUUID(); // not a topic name, so other relays ignore it
+    try (Connection n = notifySource.getConnection();
+        PreparedStatement ps = Statements.prepare(n, "SELECT pg_notify(?, ?)")) {
+      n.setAutoCommit(true);
+      ps.setString(1, channel);
+      ps.setString(2, payload);
+      ps.execute();
+    }
+    long deadline = System.nanoTime() + PROBE_TIMEOUT.toNanos();
+    while (running) {
+      long left = (deadline - System.nanoTime()) / 1_000_000;
+      if (left <= 0) {
+        return false;
+      }
+      PGNotification[] batch = pg.getNotifications((int) Math.min(left, 500));
+      if (batch != null && batch.length > 0) {
+        wakeOnTopic(batch);
+        return true;
+      }
+    }
+    return true; // stopping: nothing to report
+  }
+
+  private void wakeOnTopic(PGNotification[] batch) {
+    if (batch != null) {
+      for (PGNotification n : batch) {
+        if (topics.contains(n.getParameter())) {
+          waiter.wake();
+          return;
+        }
+      }
+    }
+  }
+
+  private void giveUp(Connection c) {
+    log.warn("relay {}: notifications do not reach its LISTEN connection (a NOTIFY sent through the relay's data source did not arrive"
+            + " within {} s; a pooler in transaction mode, such as PgBouncer's pool_mode = transaction, hands the"
+            + " session to other clients), so it polls the outbox every {} ms (idlePollInterval) and a new row"
+            + " waits up to that long. To fix: give the relay a direct connection to PostgreSQL for LISTEN"
+            + " (RelayBuilder.notificationDataSource, or --notification-jdbc-url / HANDOFF_NOTIFICATION_JDBC_URL),"
+            + " or use session pooling", owner, PROBE_TIMEOUT.toSeconds(), idlePollInterval.toMillis());
+    // Behind transaction pooling this reaches some server session, most likely the one that took the LISTEN;
+    // a LISTEN left there would hand appends' notifications to other clients of the pool.
+    try (Statement s = Statements.statement(c)) {
+      s.execute("UNLISTEN *");
+    } catch (SQLException e) {
+      log.debug("UNLISTEN after the failed probe failed", e);
     }
   }
 
