@@ -1,0 +1,59 @@
+package dev.handoff.testing;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.AppenderBase;
+import java.util.ArrayList;
+import java.util.List;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Collects the WARN and ERROR events every logger of the JVM emits while it is open, for tests that assert a run
+ * logged nothing alarming (or exactly one expected line). Events of other tests running at the same time in the
+ * JVM are collected too: the build runs test classes one after another.
+ */
+public final class LogCapture implements AutoCloseable {
+
+  private final Logger root = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+  private final List<String> lines = new ArrayList<>();
+  private final AppenderBase<ILoggingEvent> appender = new AppenderBase<>() {
+    @Override
+    protected void append(ILoggingEvent e) {
+      if (e.getLevel().isGreaterOrEqual(Level.WARN)) {
+        String line = e.getLevel() + " " + e.getLoggerName() + " [" + e.getThreadName() + "] "
+            + e.getFormattedMessage()
+            + (e.getThrowableProxy() != null ? " (" + e.getThrowableProxy().getClassName() + ": "
+                + e.getThrowableProxy().getMessage() + ")" : "");
+        synchronized (lines) {
+          lines.add(line);
+        }
+      }
+    }
+  };
+
+  private LogCapture() {}
+
+  /** Starts collecting. */
+  public static LogCapture start() {
+    LogCapture capture = new LogCapture();
+    capture.appender.setContext(capture.root.getLoggerContext());
+    capture.appender.setName("handoff-log-capture");
+    capture.appender.start();
+    capture.root.addAppender(capture.appender);
+    return capture;
+  }
+
+  /** The WARN and ERROR lines so far, as {@code LEVEL logger [thread] message (exception: message)}. */
+  public List<String> warnings() {
+    synchronized (lines) {
+      return List.copyOf(lines);
+    }
+  }
+
+  @Override
+  public void close() {
+    root.detachAppender(appender);
+    appender.stop();
+  }
+}
