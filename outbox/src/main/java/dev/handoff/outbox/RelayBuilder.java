@@ -197,9 +197,11 @@ public final class RelayBuilder {
    * {@code pool_mode = transaction}) does not give. Pass a direct connection to PostgreSQL here (one connection is
    * held; no pool is needed) and keep the pooled data source for the rest. Defaults to the main data source.
    *
-   * <p>Either way, after each LISTEN the relay checks that a NOTIFY sent through the main data source (as appends
-   * send theirs) arrives. If it does not within 5 s, the relay logs one WARN line that says it polls the outbox every
-   * {@link #idlePollInterval} instead and how to fix it, and stops listening.
+   * <p>Either way, the relay checks that its LISTEN connection keeps one server session (its backend neither
+   * changes between statements nor serves another connection's open transaction of the main data source) and, after
+   * LISTEN, that a NOTIFY sent through the main data source (as appends send theirs) arrives within 5 s. If not, it
+   * logs one WARN line that says it polls the outbox every {@link #idlePollInterval} instead and how to fix it, and
+   * stops listening.
    */
   public RelayBuilder notificationDataSource(DataSource notificationDataSource) {
     this.notificationDataSource = Objects.requireNonNull(notificationDataSource, "notificationDataSource");

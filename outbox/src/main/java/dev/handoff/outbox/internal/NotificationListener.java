@@ -2,6 +2,7 @@ package dev.handoff.outbox.internal;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
@@ -20,9 +21,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p>LISTEN belongs to a server session. Behind a pooler in transaction mode (PgBouncer's {@code pool_mode =
  * transaction}) the session goes back to the pool once LISTEN is done, and notifications reach whichever client
- * holds it then: the relay would wait for its idle poll without a word. So after each LISTEN the listener sends a
- * probe NOTIFY through the relay's own data source (the way appends notify) and waits for it. When it does not
- * arrive, the listener says so once at WARN, takes its LISTEN back as far as it can, and ends: the relay polls.
+ * holds it then: the relay would wait for its idle poll without a word. So the listener checks first, without
+ * LISTEN, that its connection keeps its server session: its backend must stay the same while another connection of
+ * the relay's data source holds a transaction open, and must not be that connection's (PgBouncer hands an idle
+ * server to the next client, so in transaction pooling the two share it). Then, after LISTEN, it sends a probe
+ * NOTIFY through the relay's data source (the way appends notify) and waits for it. When either check fails, the
+ * listener says so once at WARN and ends: the relay polls.
  */
 final class NotificationListener implements Runnable {
 
@@ -60,6 +64,12 @@ final class NotificationListener implements Runnable {
     while (running) {
       try (Connection c = listenSource.getConnection()) {
         c.setAutoCommit(true);
+        String sessionLost = sessionKept(c);
+        if (sessionLost != null) {
+          waiter.wake();
+          warnPolling(sessionLost);
+          return;
+        }
         try (Statement s = Statements.statement(c)) {
           s.execute("LISTEN \"" + channel + "\"");
         }
@@ -68,7 +78,9 @@ final class NotificationListener implements Runnable {
         // Rows committed while no one listened are only seen by polling; look once now.
         waiter.wake();
         if (!probe(pg)) {
-          giveUp(c);
+          warnPolling("a NOTIFY sent through the relay's data source did not arrive within "
+              + PROBE_TIMEOUT.toSeconds() + " s");
+          unlisten(c);
           return;
         }
         while (running) {
@@ -83,6 +95,39 @@ final class NotificationListener implements Runnable {
         sleep(backoffMillis);
         backoffMillis = Math.min(5_000, backoffMillis * 2);
       }
+    }
+  }
+
+  /**
+   * Null when {@code c} keeps its server session, or what shows it does not. A session of its own is never shared
+   * with another connection's open transaction and never changes between statements.
+   */
+  private String sessionKept(Connection c) throws SQLException {
+    int before = backend(c);
+    try (Connection other = notifySource.getConnection()) {
+      other.setAutoCommit(false);
+      try {
+        int others = backend(other);
+        int after = backend(c);
+        if (others == before) {
+          return "its connection's server session (backend " + before + ") was handed to another connection of"
+              + " the relay's data source";
+        }
+        if (after != before) {
+          return "its connection moved from server session " + before + " to " + after + " between statements";
+        }
+        return null;
+      } finally {
+        other.rollback();
+        other.setAutoCommit(true);
+      }
+    }
+  }
+
+  private static int backend(Connection c) throws SQLException {
+    try (Statement s = Statements.statement(c); ResultSet rs = s.executeQuery("SELECT pg_backend_pid()")) {
+      rs.next();
+      return rs.getInt(1);
     }
   }
 
@@ -122,15 +167,21 @@ final class NotificationListener implements Runnable {
     }
   }
 
-  private void giveUp(Connection c) {
-    log.warn("relay {}: notifications do not reach its LISTEN connection (a NOTIFY sent through the relay's data source did not arrive"
-            + " within {} s; a pooler in transaction mode, such as PgBouncer's pool_mode = transaction, hands the"
-            + " session to other clients), so it polls the outbox every {} ms (idlePollInterval) and a new row"
-            + " waits up to that long. To fix: give the relay a direct connection to PostgreSQL for LISTEN"
-            + " (RelayBuilder.notificationDataSource, or --notification-jdbc-url / HANDOFF_NOTIFICATION_JDBC_URL),"
-            + " or use session pooling", owner, PROBE_TIMEOUT.toSeconds(), idlePollInterval.toMillis());
-    // Behind transaction pooling this reaches some server session, most likely the one that took the LISTEN;
-    // a LISTEN left there would hand appends' notifications to other clients of the pool.
+  private void warnPolling(String evidence) {
+    log.warn("relay {}: notifications cannot reach it ({}; a pooler in transaction mode, such as PgBouncer's"
+            + " pool_mode = transaction, gives each transaction any server session), so it polls the outbox every"
+            + " {} ms (idlePollInterval) and a new row waits up to that long. To fix: give the relay a direct"
+            + " connection to PostgreSQL for LISTEN (RelayBuilder.notificationDataSource, or --notification-jdbc-url"
+            + " / HANDOFF_NOTIFICATION_JDBC_URL), or use session pooling", owner, evidence,
+        idlePollInterval.toMillis());
+  }
+
+  /**
+   * Takes the LISTEN back. Behind transaction pooling this reaches some server session, most likely the one that
+   * took the LISTEN (PgBouncer reuses the last idle one); a LISTEN left there would hand appends' notifications to
+   * other clients of the pool.
+   */
+  private static void unlisten(Connection c) {
     try (Statement s = Statements.statement(c)) {
       s.execute("UNLISTEN *");
     } catch (SQLException e) {
