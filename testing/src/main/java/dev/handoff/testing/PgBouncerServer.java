@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserPrincipal;
+import java.nio.file.attribute.UserPrincipalNotFoundException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -25,8 +26,9 @@ import org.junit.jupiter.api.Assumptions;
  * A real PgBouncer of a test's own, on a free port, in front of the shared PostgreSQL ({@link TestServers}). The
  * binary is {@code $HANDOFF_PGBOUNCER}, or {@code pgbouncer} in {@code /usr/sbin}, {@code /usr/bin} or
  * {@code /usr/local/bin}; without one the test is skipped by an assumption that says so (CI installs it). PgBouncer
- * refuses to run as root, so as root it runs as the user {@code postgres} through {@code runuser}; its
- * configuration, log and pid file are in a temporary directory that user owns. Clients need no password
+ * refuses to run as root, so as root it runs as the user {@code postgres} (or {@code nobody}) through
+ * {@code runuser}; its configuration, log and pid file are in a temporary directory that user owns. Clients need
+ * no password
  * ({@code auth_type = any}); PgBouncer logs in to PostgreSQL as the shared server's user.
  */
 public final class PgBouncerServer implements AutoCloseable {
@@ -190,10 +192,17 @@ public final class PgBouncerServer implements AutoCloseable {
     List<String> command = new ArrayList<>();
     if (root) {
       // PgBouncer refuses to run as root; its files must belong to the user it runs as.
-      UserPrincipal postgres = dir.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName("postgres");
-      Files.setOwner(dir, postgres);
-      Files.setOwner(config, postgres);
-      command.addAll(List.of("runuser", "-u", "postgres", "--"));
+      String user = "postgres";
+      UserPrincipal owner;
+      try {
+        owner = dir.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName(user);
+      } catch (UserPrincipalNotFoundException e) {
+        user = "nobody"; // Debian's package runs it as postgres, which a bare machine may lack
+        owner = dir.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName(user);
+      }
+      Files.setOwner(dir, owner);
+      Files.setOwner(config, owner);
+      command.addAll(List.of("runuser", "-u", user, "--"));
     }
     command.add(binary.toString());
     command.add(config.toString());
