@@ -28,8 +28,7 @@ import org.junit.jupiter.api.Assumptions;
  * {@code /usr/local/bin}; without one the test is skipped by an assumption that says so (CI installs it). PgBouncer
  * refuses to run as root, so as root it runs as the user {@code postgres} (or {@code nobody}) through
  * {@code runuser}; its configuration, log and pid file are in a temporary directory that user owns. Clients need
- * no password
- * ({@code auth_type = any}); PgBouncer logs in to PostgreSQL as the shared server's user.
+ * no password ({@code auth_type = any}); PgBouncer logs in to PostgreSQL as the shared server's user.
  */
 public final class PgBouncerServer implements AutoCloseable {
 
