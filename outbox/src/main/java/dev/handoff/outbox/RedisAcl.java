@@ -23,8 +23,8 @@ import java.util.stream.Collectors;
  *   <li>every component: {@code +evalsha +eval} (scripts run by SHA, sent whole once when Redis does not know them;
  *       a script runs with the caller's permissions, so {@code +eval} grants no command the rule does not) and
  *       {@code +ping} (Jedis's pool checks idle connections with it);</li>
- *   <li>the relay and the operator: also {@code +client|setname}, which the command-line tools
- *       ({@code handoff-relay}, the sample ledger's {@code status}) send to name their connections;</li>
+ *   <li>every component also {@code +client|setname}, which the command-line tools ({@code handoff-relay}, the
+ *       sample ledger's {@code consume} and {@code status}) send to name their connections;</li>
  *   <li>no Pub/Sub channel, no other key, no administrative command. A Redis database other than 0 needs
  *       {@code +select} as well.</li>
  * </ul>
@@ -54,7 +54,7 @@ public final class RedisAcl {
    * streams ({@code XRANGE}) and the automatic inbox purge's floor ({@code EXISTS}, {@code XRANGE},
    * {@code XINFO STREAM}).
    */
-  static final Set<String> STREAM_CONSUMER = Set.of(
+  static final Set<String> STREAM_CONSUMER = Set.of("CLIENT|SETNAME",
       "XGROUP|CREATE", "XREADGROUP", "XAUTOCLAIM", "XACK", "XRANGE",
       "XPENDING", "XCLAIM", "XGROUP|DELCONSUMER",
       "EXISTS", "XINFO|STREAM");
@@ -65,7 +65,7 @@ public final class RedisAcl {
    * {@code HSET}, {@code TIME}), reap dead consumers ({@code HGETALL}, {@code EXISTS}, {@code LLEN}, {@code DEL}),
    * its own unfinished work after a restart ({@code LRANGE}) and the automatic inbox purge's floor ({@code HKEYS}).
    */
-  static final Set<String> LIST_CONSUMER = Set.of(
+  static final Set<String> LIST_CONSUMER = Set.of("CLIENT|SETNAME",
       "LMOVE", "BLMOVE", "HGET",
       "LREM", "HDEL",
       "LPOS", "HINCRBY",

@@ -21,10 +21,10 @@ class RedisAclRulesTest {
       + " +exists +hget +hset +ping +xadd +xinfo|groups +xinfo|stream +xlen +xpending +xrange +xtrim";
   static final String RELAY_LISTS = "resetkeys ~handoff:{* resetchannels -@all +client|setname +del +eval +evalsha"
       + " +hget +hkeys +hmget +hset +llen +lrange +ping +rpush";
-  static final String STREAM_CONSUMER = "resetkeys ~handoff:{* resetchannels -@all +eval +evalsha +exists +ping"
-      + " +xack +xautoclaim +xclaim +xgroup|create +xgroup|delconsumer +xinfo|stream +xpending +xrange +xreadgroup";
-  static final String LIST_CONSUMER = "resetkeys ~handoff:{* resetchannels -@all +blmove +del +eval +evalsha"
-      + " +exists +hdel +hget +hgetall +hincrby +hkeys +hset +llen +lmove +lpos +lrange +lrem +ping +set +time";
+  static final String STREAM_CONSUMER = "resetkeys ~handoff:{* resetchannels -@all +client|setname +eval +evalsha"
+      + " +exists +ping +xack +xautoclaim +xclaim +xgroup|create +xgroup|delconsumer +xinfo|stream +xpending +xrange +xreadgroup";
+  static final String LIST_CONSUMER = "resetkeys ~handoff:{* resetchannels -@all +blmove +client|setname +del +eval"
+      + " +evalsha +exists +hdel +hget +hgetall +hincrby +hkeys +hset +llen +lmove +lpos +lrange +lrem +ping +set +time";
   static final String OPERATOR = "resetkeys ~handoff:{* resetchannels -@all +client|setname +eval +evalsha +exists"
       + " +hget +hkeys +hmget +llen +lrange +ping +xinfo|groups +xinfo|stream +xlen +xpending +xrange +xrevrange";
 

@@ -43,6 +43,7 @@ public final class PgBouncerServer implements AutoCloseable {
   private static final Pattern JDBC_URL =
       Pattern.compile("jdbc:postgresql://([^:/?]+)(?::(\\d+))?/([^?]+)(?:\\?(.*))?");
   private static final String DATABASE = "handoff";
+  private static final String AS = "_as_";
 
   private final PoolMode mode;
   private final int port;
@@ -58,11 +59,19 @@ public final class PgBouncerServer implements AutoCloseable {
 
   /** Starts PgBouncer in {@code mode}, or skips the calling test when no PgBouncer binary is installed. */
   public static PgBouncerServer start(PoolMode mode) {
+    return start(mode, new String[0]);
+  }
+
+  /**
+   * Starts PgBouncer in {@code mode} with, besides its database, one that logs in as each of {@code roles} (see
+   * {@link #jdbcUrlAs}); skips the calling test when no PgBouncer binary is installed.
+   */
+  public static PgBouncerServer start(PoolMode mode, String... roles) {
     Path binary = binary();
     Assumptions.assumeTrue(binary != null, "PgBouncer is not installed (no pgbouncer in /usr/sbin, /usr/bin,"
         + " /usr/local/bin, and HANDOFF_PGBOUNCER is not set): apt-get install pgbouncer");
     try {
-      return launch(binary, mode);
+      return launch(binary, mode, roles);
     } catch (IOException e) {
       throw new UncheckedIOException("could not start PgBouncer " + binary, e);
     }
@@ -79,6 +88,24 @@ public final class PgBouncerServer implements AutoCloseable {
   /** A JDBC URL through this PgBouncer, without any setting of its own (pgjdbc's defaults). */
   public String jdbcUrl() {
     return "jdbc:postgresql://127.0.0.1:" + port + "/" + DATABASE + "?user=" + upstream().user;
+  }
+
+  /**
+   * A JDBC URL through this PgBouncer to the database it logs in to PostgreSQL as {@code role} (one of those it was
+   * {@linkplain #start(PoolMode, String...) started with}), as a least-privilege component connects, with pgjdbc's
+   * defaults. With {@code auth_type = any} PgBouncer needs each database's server user fixed in its config.
+   */
+  public String jdbcUrlAs(String role) {
+    return "jdbc:postgresql://127.0.0.1:" + port + "/" + DATABASE + AS + role + "?user=" + role;
+  }
+
+  private static String roleDatabases(Upstream up, String... roles) {
+    StringBuilder out = new StringBuilder();
+    for (String role : roles) {
+      out.append(DATABASE).append(AS).append(role).append(" = host=").append(up.host).append(" port=")
+          .append(up.port).append(" dbname=").append(up.database).append(" user=").append(role).append('\n');
+    }
+    return out.toString();
   }
 
   /**
@@ -167,7 +194,7 @@ public final class PgBouncerServer implements AutoCloseable {
         user == null ? "postgres" : user, password);
   }
 
-  private static PgBouncerServer launch(Path binary, PoolMode mode) throws IOException {
+  private static PgBouncerServer launch(Path binary, PoolMode mode, String... roles) throws IOException {
     Upstream up = upstream();
     int port = freePort();
     Path dir = Files.createTempDirectory("handoff-pgbouncer-",
@@ -176,6 +203,7 @@ public final class PgBouncerServer implements AutoCloseable {
     String ini = "[databases]\n"
         + DATABASE + " = host=" + up.host + " port=" + up.port + " dbname=" + up.database + " user=" + up.user
         + (up.password != null ? " password=" + up.password : "") + "\n"
+        + roleDatabases(up, roles)
         + "[pgbouncer]\n"
         + "listen_addr = 127.0.0.1\n"
         + "listen_port = " + port + "\n"
