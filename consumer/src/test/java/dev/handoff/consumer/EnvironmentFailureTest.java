@@ -15,7 +15,6 @@ import java.time.Instant;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import redis.clients.jedis.resps.StreamPendingEntry;
@@ -43,7 +42,7 @@ class EnvironmentFailureTest {
       throws Exception {
     Fixture f = new Fixture(env, "revoke-" + transport.name().toLowerCase());
     String group = "revoke-" + transport.name().toLowerCase();
-    Events events = new Events();
+    OutcomeCounts events = new OutcomeCounts();
     try (ConsumerRole role = new ConsumerRole(env);
         Relay relay = TransportSide.relay(env, f.topic, transport).build();
         HandoffConsumer consumer = consumer(transport, f, group, role, events)) {
@@ -80,7 +79,7 @@ class EnvironmentFailureTest {
       throws Exception {
     Fixture f = new Fixture(env, "drop-" + transport.name().toLowerCase());
     String group = "drop-" + transport.name().toLowerCase();
-    Events events = new Events();
+    OutcomeCounts events = new OutcomeCounts();
     try (ConsumerRole role = new ConsumerRole(env);
         Relay relay = TransportSide.relay(env, f.topic, transport).build();
         HandoffConsumer consumer = consumer(transport, f, group, role, events)) {
@@ -139,7 +138,7 @@ class EnvironmentFailureTest {
     }
   }
 
-  private HandoffConsumer consumer(Transport transport, Fixture f, String group, ConsumerRole role, Events events) {
+  private HandoffConsumer consumer(Transport transport, Fixture f, String group, ConsumerRole role, OutcomeCounts events) {
     MessageHandler handler = effect(f, group);
     if (transport == Transport.STREAM) {
       return StreamConsumer.builder(role.dataSource, env.redisUri()).schema(env.schema()).keyPrefix(env.keyPrefix())
@@ -168,33 +167,6 @@ class EnvironmentFailureTest {
 
   private static List<UUID> ids(List<dev.handoff.outbox.AppendedMessage> appended) {
     return appended.stream().map(dev.handoff.outbox.AppendedMessage::messageId).toList();
-  }
-
-  private static final class Events implements ConsumerListener {
-    final AtomicInteger failed = new AtomicInteger();
-    final AtomicInteger deadLettered = new AtomicInteger();
-    final AtomicInteger paused = new AtomicInteger();
-    final AtomicInteger resumed = new AtomicInteger();
-
-    @Override
-    public void failed(InboundMessage message, Throwable error, Duration backoff) {
-      failed.incrementAndGet();
-    }
-
-    @Override
-    public void deadLettered(String streamKey, String streamId, UUID messageId, String error) {
-      deadLettered.incrementAndGet();
-    }
-
-    @Override
-    public void paused(String worker, Throwable cause) {
-      paused.incrementAndGet();
-    }
-
-    @Override
-    public void resumed(String worker, Duration pausedFor) {
-      resumed.incrementAndGet();
-    }
   }
 
   /** A login role that is not a superuser, with every grant on the test's schema, and a pool that logs in as it. */

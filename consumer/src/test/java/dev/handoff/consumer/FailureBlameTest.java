@@ -41,7 +41,7 @@ class FailureBlameTest {
     UUID deadlock = messages.get(3).messageId();
     Map<UUID, AtomicInteger> attempts = new ConcurrentHashMap<>();
     MessageHandler effect = f.effect("conflict", null);
-    Events events = new Events();
+    OutcomeCounts events = new OutcomeCounts();
     try (StreamConsumer consumer = f.consumer("conflict").maxDeliveries(1).listener(events).handler((tx, m) -> {
       int attempt = attempts.computeIfAbsent(m.messageId(), k -> new AtomicInteger()).incrementAndGet();
       if (m.messageId().equals(serialization) && attempt <= 2) {
@@ -77,7 +77,7 @@ class FailureBlameTest {
     UUID busy = messages.get(0).messageId();
     AtomicInteger busyAttempts = new AtomicInteger();
     MessageHandler effect = f.effect("later", null);
-    Events events = new Events();
+    OutcomeCounts events = new OutcomeCounts();
     try (StreamConsumer consumer = f.consumer("later").maxDeliveries(1).listener(events).handler((tx, m) -> {
       if (m.messageId().equals(busy) && busyAttempts.incrementAndGet() <= 3) {
         throw new RetryLaterException("the card network is down");
@@ -106,7 +106,7 @@ class FailureBlameTest {
     List<StreamMessage> messages = List.of(f.message(), f.message(), f.message());
     messages.forEach(f::publish);
     UUID negative = messages.get(1).messageId();
-    Events events = new Events();
+    OutcomeCounts events = new OutcomeCounts();
     try (StreamConsumer consumer = f.consumer("constraint").maxDeliveries(2).minIdle(Duration.ofMillis(500))
         .listener(events).handler((tx, m) -> {
           try (PreparedStatement ps =
@@ -138,33 +138,6 @@ class FailureBlameTest {
   private static void raise(Connection tx, String state, String message) throws Exception {
     try (Statement s = tx.createStatement()) {
       s.execute("DO $$ BEGIN RAISE EXCEPTION '" + message + "' USING ERRCODE = '" + state + "'; END $$");
-    }
-  }
-
-  private static final class Events implements ConsumerListener {
-    final AtomicInteger failed = new AtomicInteger();
-    final AtomicInteger deadLettered = new AtomicInteger();
-    final AtomicInteger paused = new AtomicInteger();
-    final AtomicInteger resumed = new AtomicInteger();
-
-    @Override
-    public void failed(InboundMessage message, Throwable error, Duration backoff) {
-      failed.incrementAndGet();
-    }
-
-    @Override
-    public void deadLettered(String streamKey, String streamId, UUID messageId, String error) {
-      deadLettered.incrementAndGet();
-    }
-
-    @Override
-    public void paused(String worker, Throwable cause) {
-      paused.incrementAndGet();
-    }
-
-    @Override
-    public void resumed(String worker, Duration pausedFor) {
-      resumed.incrementAndGet();
     }
   }
 }
