@@ -15,6 +15,12 @@ import java.sql.Connection;
  * effects on {@code tx} are committed at most once per consumer group: the marker's primary key is the fence.
  * Effects outside {@code tx} (HTTP calls, e-mails) get no such guarantee.
  *
+ * <p>Logging: while it runs, the SLF4J MDC holds {@code traceparent} (when the producer's message carried one),
+ * {@code handoff.message_id}, {@code handoff.topic}, {@code handoff.group}, {@code handoff.source} (the stream or
+ * list key) and {@code handoff.entry_id}, so a pattern such as {@code %X{traceparent}} ties the handler's lines to
+ * the producer's trace. They are put back as they were when it returns. A {@link BatchMessageHandler} sees only the
+ * topic and the group.
+ *
  * <p>What a throw costs depends on whose fault it is, read from the exception and its causes:
  * <ul>
  *   <li><b>The message's</b> (anything not listed below, a constraint violation included): the transaction work

@@ -301,7 +301,7 @@ final class BatchSettler {
         }
         if (!fresh.isEmpty()) {
           try {
-            batchHandler.handle(c, fresh);
+            runBatchHandler(c, fresh);
           } catch (Exception e) {
             if (abandon.getAsBoolean()) {
               throw new Abandoned(u);
@@ -326,7 +326,7 @@ final class BatchSettler {
         }
         Savepoint sp = savepoints ? c.setSavepoint() : null;
         try {
-          handler.handle(c, d.message);
+          runHandler(c, d.message);
           if (sp != null) {
             c.releaseSavepoint(sp);
           }
@@ -375,6 +375,25 @@ final class BatchSettler {
     out.dead.addAll(dead);
     out.lost.addAll(lost);
     out.failed.addAll(failed);
+  }
+
+  /** The handler, with the message in the MDC for its log lines. */
+  private void runHandler(Connection c, InboundMessage message) throws Exception {
+    HandlerMdc mdc = HandlerMdc.of(message, group);
+    try {
+      handler.handle(c, message);
+    } finally {
+      mdc.close();
+    }
+  }
+
+  private void runBatchHandler(Connection c, List<InboundMessage> messages) throws Exception {
+    HandlerMdc mdc = HandlerMdc.ofBatch(config.topic().name(), group);
+    try {
+      batchHandler.handle(c, messages);
+    } finally {
+      mdc.close();
+    }
   }
 
   private boolean isFinal(Delivery d, Mode mode) {
