@@ -1,5 +1,6 @@
 package dev.handoff.consumer;
 
+import dev.handoff.outbox.Health;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
@@ -94,6 +95,23 @@ public interface HandoffConsumer extends AutoCloseable {
    * the rule and the counts, and the rest go.
    */
   InboxPurgeResult purgeInbox();
+
+  /**
+   * This consumer's health, for a probe; cheap (no database or Redis call: it reads what the workers track) and
+   * thread-safe.
+   *
+   * <ul>
+   *   <li>{@code DOWN}: {@code not-started} (not started, or only polled), {@code closed}, or every worker's thread
+   *       dead ({@code worker-dead} for each).
+   *   <li>{@code DEGRADED}: a worker paused by its environment ({@code database-unreachable} for a database
+   *       failure, a revoked grant or a missing table too; {@code redis-unreachable}; {@code infrastructure-pause}
+   *       for a handler's {@link RetryLaterException}), a worker whose thread died ({@code worker-dead}; it gets a
+   *       new thread within {@code leaseRenewInterval}, with one ERROR line), or one on such a new thread that has
+   *       not yet completed a step ({@code worker-replaced}).
+   *   <li>{@code UP} otherwise.
+   * </ul>
+   */
+  Health health();
 
   /** The immutable settings this consumer runs with. */
   ConsumerConfig config();

@@ -9,6 +9,7 @@ import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.PausedWorker;
 import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.testkit.ConsumerFaults;
+import dev.handoff.outbox.Health;
 import dev.handoff.outbox.testkit.SimulatedCrash;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -69,6 +70,7 @@ abstract class AbstractConsumer {
   private final CountDownLatch stopping = new CountDownLatch(1);
   private ScheduledExecutorService housekeeping;
   private volatile boolean abandon;
+  private final WorkerSlots slots;
 
   /**
    * How a transport's consumer speaks of itself in exceptions and log lines.
@@ -95,6 +97,7 @@ abstract class AbstractConsumer {
     this.kind = words.kind();
     this.label = words.label();
     this.abandonNote = words.abandonNote();
+    this.slots = new WorkerSlots(this::newWorkerThread, log, label + " '" + config.group() + "'");
   }
 
   /**
@@ -148,8 +151,37 @@ abstract class AbstractConsumer {
     return abandon;
   }
 
+  /**
+   * Starts {@code w} on a thread of its own, and (once, on the housekeeping thread) the check that gives a worker
+   * whose thread died a new one every {@code leaseRenewInterval}.
+   */
+  protected final synchronized void startWorker(DeliveryWorker w, String threadName) {
+    if (housekeeping != null && !supervised) {
+      long every = config.leaseRenewInterval().toMillis();
+      housekeeping.scheduleWithFixedDelay(guarded("the worker check", slots::replaceDead), every, every,
+          TimeUnit.MILLISECONDS);
+      supervised = true;
+    }
+    slots.start(w, () -> runWorker(w), threadName);
+  }
+
+  private boolean supervised;
+
+  /**
+   * See {@link dev.handoff.consumer.HandoffConsumer#health}: DOWN before start (or when only polled) and once closed;
+   * else what the workers say.
+   */
+  public final Health health() {
+    State s = state.get();
+    if (s == State.CLOSED) {
+      return Health.down("closed", label + " '" + config.group() + "' is closed");
+    }
+    return s == State.RUNNING ? slots.health()
+        : Health.down("not-started", label + " '" + config.group() + "' was not started");
+  }
+
   /** A daemon worker thread that close will wait for; the caller starts it. */
-  protected final Thread newWorkerThread(Runnable body, String name) {
+  private Thread newWorkerThread(Runnable body, String name) {
     Thread t = new Thread(body, name);
     t.setDaemon(true);
     t.setUncaughtExceptionHandler(this::uncaught);

@@ -82,9 +82,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
     startHousekeeping(true);
     scheduleInboxPurge();
     for (ListWorker w : workers) {
-      Thread t = newWorkerThread(() -> runWorker(w), "handoff-list-consumer-" + config.group() + "-" + w.index);
-      w.thread = t;
-      t.start();
+      startWorker(w, "handoff-list-consumer-" + config.group() + "-" + w.index);
     }
     log.info("List consumer of group '{}' started: {} worker(s) as {}-*", config.group(), workers.length,
         config.consumerName());

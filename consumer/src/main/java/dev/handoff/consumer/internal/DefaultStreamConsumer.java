@@ -83,7 +83,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     startLeaseKeeper();
     scheduleInboxPurge();
     for (StreamWorker w : workers) {
-      newWorkerThread(() -> runWorker(w), "handoff-consumer-" + config.group() + "-" + w.index).start();
+      startWorker(w, "handoff-consumer-" + config.group() + "-" + w.index);
     }
     log.info("Consumer group '{}' started: {} worker(s) as {}-*", config.group(), workers.length,
         config.consumerName());

@@ -3,6 +3,7 @@ package dev.handoff.consumer.internal;
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.PausedWorker;
 import dev.handoff.consumer.PollResult;
+import dev.handoff.consumer.RetryLaterException;
 import dev.handoff.consumer.internal.Settled.Failure;
 import dev.handoff.consumer.testkit.ConsumerFaults;
 import java.time.Duration;
@@ -37,6 +38,10 @@ abstract class DeliveryWorker implements WorkerLoop {
   private final Backoff backoff;
   private Throwable lastDatabaseError;
   private volatile PausedWorker pause;
+  // What began the pause, for health(): a Redis failure, a handler's RetryLaterException, or the database.
+  private volatile String pauseCode;
+  // Set when a replacement thread takes over this worker, cleared by its first step that goes through.
+  private volatile boolean replacedUnproven;
 
   DeliveryWorker(Shared shared, int index) {
     this.shared = shared;
@@ -68,6 +73,7 @@ abstract class DeliveryWorker implements WorkerLoop {
 
   @Override
   public void stepSucceeded() {
+    replacedUnproven = false;
     PausedWorker p = pause;
     if (p != null) {
       pause = null;
@@ -77,6 +83,27 @@ abstract class DeliveryWorker implements WorkerLoop {
       shared.reporter().emit(l -> l.resumed(name, pausedFor));
     }
   }
+
+  /** The health code of the current pause ({@code redis-unreachable} and so on), or null while it works. */
+  String pauseCode() {
+    return pause == null ? null : pauseCode;
+  }
+
+  /** Whether a replacement thread runs this worker and has not yet completed a step. */
+  boolean replacedUnproven() {
+    return replacedUnproven;
+  }
+
+  /**
+   * Called before a new thread takes over this worker after its thread died: what the dead thread held is unknown,
+   * so the transport reads its own unfinished work again, as after a restart.
+   */
+  void replaced() {
+    replacedUnproven = true;
+  }
+
+  /** Called with the thread that runs this worker, before it starts. */
+  void started(Thread t) {}
 
   /** The pause the environment's failure put this worker in, or null while it works. */
   PausedWorker pause() {
@@ -88,6 +115,7 @@ abstract class DeliveryWorker implements WorkerLoop {
     PausedWorker p = pause;
     if (p == null) {
       String reason = oneLine(cause);
+      pauseCode = pauseCodeOf(cause);
       pause = new PausedWorker(name, reason, Instant.now(config.clock()), 0);
       shared.log().warn("{} {}: paused by a failure of its environment, not of a message ({}); retrying with"
           + " backoff, counting no delivery, until an attempt goes through", shared.label(), name, reason);
@@ -96,6 +124,18 @@ abstract class DeliveryWorker implements WorkerLoop {
       pause = new PausedWorker(p.worker(), p.reason(), p.since(), p.retries() + 1);
       shared.log().debug("{} {}: still paused: {}", shared.label(), name, oneLine(cause));
     }
+  }
+
+  private static String pauseCodeOf(Throwable cause) {
+    for (Throwable t = cause; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof RetryLaterException) {
+        return "infrastructure-pause";
+      }
+      if (t instanceof JedisException) {
+        return "redis-unreachable";
+      }
+    }
+    return "database-unreachable";
   }
 
   private static String oneLine(Throwable e) {

@@ -65,6 +65,18 @@ final class ListWorker extends DeliveryWorker {
   }
 
   @Override
+  void replaced() {
+    super.replaced();
+    forgetHeld();
+  }
+
+  @Override
+  void started(Thread t) {
+    thread = t;
+    reportedDead = false;
+  }
+
+  @Override
   public boolean failed(Throwable e) {
     if (halted.getAsBoolean()) {
       return false;

@@ -58,6 +58,13 @@ final class StreamWorker extends DeliveryWorker {
   }
 
   @Override
+  void replaced() {
+    super.replaced();
+    resetOwnReplay();
+    inFlight.clear();
+  }
+
+  @Override
   public boolean failed(Throwable e) {
     if (e instanceof RedisGroups.GroupMissingException) {
       groupMissing(e);
