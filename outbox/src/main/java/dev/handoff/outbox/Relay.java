@@ -74,6 +74,25 @@ public interface Relay extends AutoCloseable {
   /** The shards this relay holds a lease on right now. */
   Set<ShardId> ownedShards();
 
+  /**
+   * This relay's health, for a probe; cheap (no database or Redis call: it reads what the relay's threads record)
+   * and thread-safe.
+   *
+   * <ul>
+   *   <li>{@code DOWN}: {@code not-started} (never started: a relay driven by {@link #relayOnce()} is DOWN too),
+   *       {@code closed} (closing or closed), or {@code relay-thread-dead} (its thread died of an {@link Error} or a
+   *       bug; it is not replaced, since its leases expire for another relay to take; the death is logged at ERROR).
+   *   <li>{@code DEGRADED}: its last cycle failed and none went through since ({@code database-unreachable} for an
+   *       SQL failure, a revoked grant included; {@code redis-unreachable}; {@code cycle-failing} for anything
+   *       else); {@code relay-stuck} (no cycle completed for twice the lease TTL); {@code leases-lost} (another relay
+   *       took a lease of this one within the last minute, or two lease TTLs if longer); {@code listener-dead}
+   *       (the LISTEN thread died: the relay polls); {@code backlog-old} (see
+   *       {@link RelayBuilder#backlogAgeThreshold}).
+   *   <li>{@code UP} otherwise.
+   * </ul>
+   */
+  Health health();
+
   /** The configuration this relay was built with. */
   RelayConfig config();
 

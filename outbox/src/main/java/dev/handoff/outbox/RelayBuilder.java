@@ -60,6 +60,7 @@ public final class RelayBuilder {
   private Clock clock = Clock.systemUTC();
   private Transport transport = Transport.STREAM;
   private int listCapacity = DEFAULT_LIST_CAPACITY;
+  private Duration backlogAgeThreshold = Duration.ZERO;
 
   RelayBuilder(DataSource dataSource, UnifiedJedis redis) {
     this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -242,6 +243,18 @@ public final class RelayBuilder {
   }
 
   /**
+   * Makes {@link Relay#health()} report {@code DEGRADED} ({@code backlog-old}) while the oldest unpublished row of a
+   * configured topic (whichever relay owns its shard) is older than {@code threshold}, by the database clock. The
+   * started relay's own thread looks, with one indexed query per shard, at most every {@code threshold / 2}
+   * (between 100 ms and 10 s) and only while its cycles go through; {@code health()} reads the last answer. Off by
+   * default ({@link Duration#ZERO}).
+   */
+  public RelayBuilder backlogAgeThreshold(Duration threshold) {
+    this.backlogAgeThreshold = threshold;
+    return this;
+  }
+
+  /**
    * Test seam: fault hooks called at the relay's crash points, so that a test (or a demo) can kill the relay where
    * it matters; see {@link RelayFaults} and {@link SimulatedCrash}. Not for production use. Defaults to
    * {@link RelayFaults#NONE}.
@@ -261,7 +274,7 @@ public final class RelayBuilder {
         leaseTtl, minBatchSize, maxBatchSize, maxBatchBytes, idlePollInterval, outboxRetention,
         retentionBatchSize, maintenanceInterval, trimLimit, trimStreams, trimSlack,
         retentionBudget != null ? retentionBudget : half(maintenanceInterval), drainTimeout, listener, clock,
-        transport, listCapacity);
+        transport, listCapacity, backlogAgeThreshold);
     return new DefaultRelay(dataSource, notificationDataSource, redis, config, faults);
   }
 

@@ -39,6 +39,8 @@ import java.util.Objects;
  * @param transport streams (the default) or lists; see {@link Transport}
  * @param listCapacity with {@link Transport#LIST}: the most elements a shard's list and its consumers' processing
  *     lists hold together; the relay stops pushing there and the outbox holds the rest
+ * @param backlogAgeThreshold {@link Relay#health()} reports {@code backlog-old} when the oldest unpublished row of
+ *     a configured topic is older than this; {@link Duration#ZERO} (the default) turns the check off
  */
 public record RelayConfig(
     String schema,
@@ -61,7 +63,8 @@ public record RelayConfig(
     RelayListener listener,
     Clock clock,
     Transport transport,
-    int listCapacity) {
+    int listCapacity,
+    Duration backlogAgeThreshold) {
 
   public RelayConfig {
     SchemaNames.requireValid(schema);
@@ -106,6 +109,10 @@ public record RelayConfig(
     Objects.requireNonNull(transport, "transport");
     if (listCapacity < 1) {
       throw new IllegalArgumentException("listCapacity must be positive, was " + listCapacity);
+    }
+    Objects.requireNonNull(backlogAgeThreshold, "backlogAgeThreshold");
+    if (backlogAgeThreshold.isNegative()) {
+      throw new IllegalArgumentException("backlogAgeThreshold must not be negative, was " + backlogAgeThreshold);
     }
   }
 

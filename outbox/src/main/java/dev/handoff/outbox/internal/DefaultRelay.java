@@ -1,5 +1,6 @@
 package dev.handoff.outbox.internal;
 
+import dev.handoff.outbox.Health;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayConfig;
 import dev.handoff.outbox.RelayCycle;
@@ -55,13 +56,15 @@ public final class DefaultRelay implements Relay {
   private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
   private final ReentrantLock work = new ReentrantLock();
   private final Map<ShardId, OwnedShard> owned = new LinkedHashMap<>();
-  private Thread loop;
-  private Thread listenThread;
+  // Volatile: health() reads them from any thread.
+  private volatile Thread loop;
+  private volatile Thread listenThread;
   private NotificationListener notifications;
   private final LeaseKeeper leaseKeeper;
   private final LeaseRenewer renewer;
   private final ShardPublisher publisher;
   private final RelayFaults faults;
+  private final RelayHealth health;
 
   /**
    * @param notificationDataSource where the LISTEN connection comes from; {@code dataSource} when null
@@ -73,6 +76,7 @@ public final class DefaultRelay implements Relay {
     this.faults = faults;
     this.config = config;
     this.listener = config.listener();
+    this.health = new RelayHealth(config);
     // Streams or lists: where the rows go; everything else is the same for both.
     RedisTransport streams = config.transport() == Transport.LIST
         ? new RedisLists(redis, config.listCapacity())
@@ -83,6 +87,7 @@ public final class DefaultRelay implements Relay {
     this.maintenance = new RelayMaintenance(config, streams, leases, outbox, topicNames, this::notify);
     this.renewer = new LeaseRenewer(config, this.dataSource, leases);
     this.leaseKeeper = new LeaseKeeper(config, leases, streams, owned, this::autocommit, renewer, this::notify);
+    leaseKeeper.onLost(health::leaseLost);
     this.publisher = new ShardPublisher(config, streams, leases, outbox, faults, maintenance, owned,
         this::autocommit, leaseKeeper::lost, this::notify);
     leaseKeeper.publisher(publisher);
@@ -101,6 +106,13 @@ public final class DefaultRelay implements Relay {
   @Override
   public Set<ShardId> ownedShards() {
     return leaseKeeper.ownedView();
+  }
+
+  @Override
+  public Health health() {
+    State s = state.get();
+    return health.report(s == State.RUNNING ? null : s == State.NEW ? "not-started" : "closed", loop, listenThread,
+        renewer.silentNanos());
   }
 
   @Override
@@ -269,6 +281,7 @@ public final class DefaultRelay implements Relay {
         work.lock();
         try {
           leaseKeeper.manage(false);
+          health.checkBacklogIfDue(this::autocommit);
           publisher.publishOwned(false);
           if (maintenance.due()) {
             maintainSlice(RelayMaintenance.SLICE_NANOS);
@@ -277,6 +290,7 @@ public final class DefaultRelay implements Relay {
           work.unlock();
         }
         errorBackoffMillis = 100;
+        health.cycleSucceeded();
         if (publisher.mayHaveMore()) {
           idleMillis = 0;
           continue;
@@ -304,6 +318,7 @@ public final class DefaultRelay implements Relay {
           // A bug or an Error must not end the relay silently while it still says RUNNING: the whole trace.
           log.error("relay {} cycle failed unexpectedly, retrying in {} ms", config.owner(), errorBackoffMillis, e);
         }
+        health.cycleFailed(e);
         notify(() -> listener.failed(e));
         long pause = errorBackoffMillis;
         notify(() -> faults.afterFailedCycle(e, Duration.ofMillis(pause)));

@@ -197,8 +197,20 @@ final class LeaseKeeper {
     if (owned.remove(o.id) != null) {
       publishView();
       log.warn("relay {} lost {} (epoch {}): {}; it stops writing that stream", config.owner(), o.id, o.epoch, why);
+      onLost.lost(o.id, o.epoch, why);
       notify(() -> listener.leaseLost(o.id, o.epoch, false));
     }
+  }
+
+  /** What is told of a lost lease besides the listener: the relay's health. */
+  interface LostLeases {
+    void lost(ShardId shard, long epoch, String why);
+  }
+
+  private volatile LostLeases onLost = (shard, epoch, why) -> {};
+
+  void onLost(LostLeases onLost) {
+    this.onLost = onLost;
   }
 
   private void notify(Runnable callback) {

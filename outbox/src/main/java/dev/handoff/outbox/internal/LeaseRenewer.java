@@ -83,6 +83,11 @@ final class LeaseRenewer {
     lastCheckInNanos = System.nanoTime();
   }
 
+  /** How long the relay's thread has not checked in. */
+  long silentNanos() {
+    return System.nanoTime() - lastCheckInNanos;
+  }
+
   /** The shards the relay owns now, with their epochs; called whenever ownership changes. */
   void owned(Map<ShardId, Long> epochs) {
     this.owned = Map.copyOf(epochs);

@@ -1,0 +1,165 @@
+package dev.handoff.outbox.internal;
+
+import dev.handoff.outbox.Health;
+import dev.handoff.outbox.RelayConfig;
+import dev.handoff.outbox.ShardId;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import redis.clients.jedis.exceptions.JedisException;
+
+/**
+ * What {@code Relay.health()} reports, from what the relay's threads record as they go: the last cycle's failure
+ * (cleared by the next cycle that goes through), the last lease lost, and the age of the oldest unpublished row
+ * (looked at by the relay's own thread when a threshold is set); plus the liveness of the threads, given at the
+ * time of asking. No database or Redis call is made by {@link #report}.
+ *
+ * <p>Thread-safe: what the relay's thread records is volatile; {@link #checkBacklogIfDue} runs on that thread only.
+ */
+final class RelayHealth {
+
+  /** The relay's statements as one transaction, for the backlog check. */
+  interface Connections {
+    Connection get() throws SQLException;
+  }
+
+  private static final Duration LEASE_LOST_WINDOW = Duration.ofMinutes(1);
+
+  private final RelayConfig config;
+  private final String oldestUnpublished;
+  private final String[] topics;
+  private final Integer[] shards;
+  private final long backlogEveryNanos;
+  private final long leaseLostWindowNanos;
+  private long nextBacklogCheckNanos;
+  private volatile Throwable failure;
+  private volatile Instant failingSince;
+  private volatile long failuresInRow;
+  private volatile String backlogTooOld;
+  private volatile String lastLeaseLost;
+  private volatile long lastLeaseLostNanos;
+
+  RelayHealth(RelayConfig config) {
+    this.config = config;
+    List<ShardId> all = config.shards();
+    this.topics = all.stream().map(ShardId::topic).toArray(String[]::new);
+    this.shards = all.stream().map(ShardId::shard).toArray(Integer[]::new);
+    // One index probe per shard (outbox_unpublished_idx): the oldest unpublished row by id, its age by the
+    // database clock.
+    this.oldestUnpublished = "SELECT s.topic, s.shard, (extract(epoch FROM clock_timestamp() - o.created_at)"
+        + " * 1000)::bigint AS age_ms FROM unnest(?::text[], ?::int[]) AS s(topic, shard) CROSS JOIN LATERAL"
+        + " (SELECT created_at FROM " + config.schema() + ".outbox WHERE topic = s.topic AND shard = s.shard"
+        + " AND published_at IS NULL ORDER BY id LIMIT 1) o ORDER BY age_ms DESC LIMIT 1";
+    long half = config.backlogAgeThreshold().toNanos() / 2;
+    this.backlogEveryNanos =
+        Math.max(Duration.ofMillis(100).toNanos(), Math.min(half, Duration.ofSeconds(10).toNanos()));
+    // Long enough for a probe to see it, however often it asks.
+    this.leaseLostWindowNanos = Math.max(config.leaseTtl().toNanos() * 2, LEASE_LOST_WINDOW.toNanos());
+  }
+
+  void cycleSucceeded() {
+    if (failure != null) {
+      failure = null;
+      failingSince = null;
+      failuresInRow = 0;
+    }
+  }
+
+  void cycleFailed(Throwable e) {
+    if (failure == null) {
+      failingSince = Instant.now(config.clock());
+    }
+    failuresInRow++;
+    failure = e;
+  }
+
+  void leaseLost(ShardId shard, long epoch, String why) {
+    lastLeaseLost = shard + " (epoch " + epoch + "): " + why;
+    lastLeaseLostNanos = System.nanoTime();
+  }
+
+  /** On the relay's thread, inside its cycle: looks at the oldest unpublished row when a look is due. */
+  void checkBacklogIfDue(Connections connections) throws SQLException {
+    if (config.backlogAgeThreshold().isZero() || System.nanoTime() - nextBacklogCheckNanos < 0) {
+      return;
+    }
+    nextBacklogCheckNanos = System.nanoTime() + backlogEveryNanos;
+    try (Connection c = connections.get(); PreparedStatement ps = c.prepareStatement(oldestUnpublished)) {
+      ps.setArray(1, c.createArrayOf("text", topics));
+      ps.setArray(2, c.createArrayOf("integer", shards));
+      try (ResultSet rs = ps.executeQuery()) {
+        String tooOld = null;
+        if (rs.next() && rs.getLong(3) > config.backlogAgeThreshold().toMillis()) {
+          tooOld = "the oldest unpublished row of " + new ShardId(rs.getString(1), rs.getInt(2)) + " is "
+              + rs.getLong(3) + " ms old, past the threshold of " + config.backlogAgeThreshold();
+        }
+        backlogTooOld = tooOld;
+      }
+    }
+  }
+
+  /**
+   * The relay's health now.
+   *
+   * @param downCode {@code not-started} or {@code closed} when the relay is not running, else null
+   * @param loop the relay's thread, null before start
+   * @param listen the LISTEN thread, null before start
+   * @param renewerSilentNanos how long the relay's thread has not checked in with the lease renewer
+   */
+  Health report(String downCode, Thread loop, Thread listen, long renewerSilentNanos) {
+    String relay = "relay " + config.owner();
+    if (downCode != null || loop == null) {
+      return Health.down(downCode != null ? downCode : "not-started",
+          relay + (downCode == null || downCode.equals("not-started") ? " was not started" : " is closed"));
+    }
+    if (!loop.isAlive()) {
+      return Health.down("relay-thread-dead", relay + ": its thread " + loop.getName() + " died; it publishes"
+          + " nothing more and its leases expire for another relay to take (see the ERROR line in its log)");
+    }
+    List<Health.Reason> reasons = new ArrayList<>();
+    Throwable f = failure;
+    if (f != null) {
+      reasons.add(new Health.Reason(failureCode(f), relay + ": " + failuresInRow + " cycle(s) in a row failed since "
+          + failingSince + ", the last with " + oneLine(f)));
+    }
+    if (renewerSilentNanos > config.leaseTtl().toNanos() * 2) {
+      reasons.add(new Health.Reason("relay-stuck", relay + ": its thread has not completed a cycle for "
+          + Duration.ofNanos(renewerSilentNanos).toMillis() + " ms; its leases are no longer renewed"));
+    }
+    String lost = lastLeaseLost;
+    if (lost != null && System.nanoTime() - lastLeaseLostNanos < leaseLostWindowNanos) {
+      reasons.add(new Health.Reason("leases-lost", relay + " lost its lease of " + lost + " (within the last "
+          + Duration.ofNanos(leaseLostWindowNanos) + ")"));
+    }
+    if (listen != null && !listen.isAlive()) {
+      reasons.add(new Health.Reason("listener-dead", relay + ": its LISTEN thread " + listen.getName()
+          + " died; it polls the outbox every " + config.idlePollInterval()));
+    }
+    String backlog = backlogTooOld;
+    if (backlog != null) {
+      reasons.add(new Health.Reason("backlog-old", relay + ": " + backlog));
+    }
+    return Health.of(reasons);
+  }
+
+  private static String failureCode(Throwable f) {
+    for (Throwable t = f; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof JedisException) {
+        return "redis-unreachable";
+      }
+      if (t instanceof SQLException) {
+        return "database-unreachable";
+      }
+    }
+    return "cycle-failing";
+  }
+
+  private static String oneLine(Throwable e) {
+    return e.toString().replaceAll("\\s*\\R\\s*", " ").strip();
+  }
+}
