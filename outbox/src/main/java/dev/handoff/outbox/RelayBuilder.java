@@ -245,9 +245,10 @@ public final class RelayBuilder {
   /**
    * Makes {@link Relay#health()} report {@code DEGRADED} ({@code backlog-old}) while the oldest unpublished row of a
    * configured topic (whichever relay owns its shard) is older than {@code threshold}, by the database clock. The
-   * started relay's own thread looks, with one indexed query per shard, at most every {@code threshold / 2}
-   * (between 100 ms and 10 s) and only while its cycles go through; {@code health()} reads the last answer. Off by
-   * default ({@link Duration#ZERO}).
+   * started relay's own thread looks, in one statement with one index probe per shard, at the start of a cycle at
+   * most every {@code threshold / 2} (between 100 ms and 10 s); {@code health()} reads the last answer, so a relay
+   * whose cycles cannot reach the database reports {@code database-unreachable} and its last backlog answer. Off
+   * by default ({@link Duration#ZERO}).
    */
   public RelayBuilder backlogAgeThreshold(Duration threshold) {
     this.backlogAgeThreshold = threshold;

@@ -5,6 +5,7 @@ import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.TopicConfig;
+import java.nio.file.Path;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -13,6 +14,7 @@ import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
@@ -98,6 +100,16 @@ public final class RelayCommand implements Callable<Integer> {
           + " (env HANDOFF_IDLE_POLL_INTERVAL; default ${DEFAULT-VALUE})")
   Duration idlePollInterval;
 
+  @Option(names = "--health-file", defaultValue = "${env:HANDOFF_HEALTH_FILE}",
+      description = "write the relay's health (UP, DEGRADED or DOWN, then a line per reason) to this file every"
+          + " second, for a container's exec probe (env HANDOFF_HEALTH_FILE)")
+  Path healthFile;
+
+  @Option(names = "--backlog-age-threshold", defaultValue = "${env:HANDOFF_BACKLOG_AGE_THRESHOLD:-0s}",
+      description = "health says DEGRADED (backlog-old) while the oldest unpublished row is older than this; 0s"
+          + " turns it off (env HANDOFF_BACKLOG_AGE_THRESHOLD; default ${DEFAULT-VALUE})")
+  Duration backlogAgeThreshold;
+
   @Option(names = "--migrate", defaultValue = "${env:HANDOFF_MIGRATE:-false}",
       description = "apply handoff's migrations before starting (env HANDOFF_MIGRATE=true)")
   boolean migrate;
@@ -154,7 +166,8 @@ public final class RelayCommand implements Callable<Integer> {
           .keyPrefix(keyPrefix)
           .leaseTtl(leaseTtl)
           .drainTimeout(drainTimeout)
-          .idlePollInterval(idlePollInterval);
+          .idlePollInterval(idlePollInterval)
+          .backlogAgeThreshold(backlogAgeThreshold);
       if (listenDb != null) {
         builder.notificationDataSource(listenDb);
       }
@@ -166,8 +179,16 @@ public final class RelayCommand implements Callable<Integer> {
       relay.start();
       log().info("relay running against {} and {}; SIGTERM to stop", Connections.mask(jdbcUrl),
           Connections.mask(redisUrl));
-      stop.await();
+      HealthFile health = healthFile == null ? null : new HealthFile(healthFile);
+      do {
+        if (health != null) {
+          health.write(relay.health());
+        }
+      } while (!stop.await(1, TimeUnit.SECONDS));
       boolean drained = relay.close(drainTimeout);
+      if (health != null) {
+        health.write(relay.health());
+      }
       log().info("relay stopped{}", drained ? "" : " (some assigned rows are left for the next owner)");
       return 0;
     }

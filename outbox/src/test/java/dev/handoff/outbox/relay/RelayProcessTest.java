@@ -130,6 +130,27 @@ class RelayProcessTest {
     assertThat(Files.readAllLines(log).stream().filter(l -> l.contains("waiting up to"))).hasSize(1);
   }
 
+  @Test
+  void theHealthFileSaysUpWhileRunningAndDownOnceStopped() throws Exception {
+    Path health = Files.createTempDirectory("relay-health").resolve("health");
+    ProcessBuilder pb = command("--jdbc-url", env.postgres().jdbcUrl(), "--redis-url", env.redisUri().toString(),
+        "--topics", "health-file", "--schema", env.schema(), "--key-prefix", env.keyPrefix(),
+        "--health-file", health.toString(), "--backlog-age-threshold", "10s");
+    Process relay = start(pb, "health");
+    try {
+      await().atMost(Duration.ofSeconds(30)).until(() -> Files.exists(health)
+          && Files.readAllLines(health).equals(List.of("UP")));
+    } finally {
+      relay.destroy(); // SIGTERM
+    }
+    assertThat(relay.waitFor(15, TimeUnit.SECONDS)).isTrue();
+    assertThat(relay.exitValue()).isZero();
+    List<String> last = Files.readAllLines(health);
+    assertThat(last.get(0)).isEqualTo("DOWN");
+    assertThat(last).hasSize(2);
+    assertThat(last.get(1)).startsWith("closed: relay ");
+  }
+
   private Process startRelay(String name) throws Exception {
     ProcessBuilder pb = command("--jdbc-url", env.postgres().jdbcUrl(), "--redis-url", env.redisUri().toString(),
         "--topics", "orders", "--schema", env.schema(), "--key-prefix", env.keyPrefix(),
