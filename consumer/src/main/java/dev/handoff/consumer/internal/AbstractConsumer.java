@@ -69,6 +69,7 @@ abstract class AbstractConsumer {
   private final CompletableFuture<Boolean> closed = new CompletableFuture<>();
   private final CountDownLatch stopping = new CountDownLatch(1);
   private ScheduledExecutorService housekeeping;
+  private boolean supervised; // whether the worker check is scheduled on the housekeeping; guarded by this
   private volatile boolean abandon;
   private final WorkerSlots slots;
 
@@ -158,14 +159,12 @@ abstract class AbstractConsumer {
   protected final synchronized void startWorker(DeliveryWorker w, String threadName) {
     if (housekeeping != null && !supervised) {
       long every = config.leaseRenewInterval().toMillis();
-      housekeeping.scheduleWithFixedDelay(guarded("the worker check", slots::replaceDead), every, every,
-          TimeUnit.MILLISECONDS);
+      Runnable check = () -> slots.replaceDead(this::running);
+      housekeeping.scheduleWithFixedDelay(guarded("the worker check", check), every, every, TimeUnit.MILLISECONDS);
       supervised = true;
     }
     slots.start(w, () -> runWorker(w), threadName);
   }
-
-  private boolean supervised;
 
   /**
    * See {@link dev.handoff.consumer.HandoffConsumer#health}: DOWN before start (or when only polled) and once closed;

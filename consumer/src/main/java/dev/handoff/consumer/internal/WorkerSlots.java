@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.BiFunction;
+import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 
 /**
@@ -59,13 +60,17 @@ final class WorkerSlots {
   }
 
   /**
-   * Gives every worker whose thread died a new thread, with one ERROR line per death.
+   * Gives every worker whose thread died a new thread, with one ERROR line per death, while {@code running} holds
+   * (once the consumer closes, its threads end on purpose).
    *
    * @return how many were replaced
    */
-  synchronized int replaceDead() {
+  synchronized int replaceDead(BooleanSupplier running) {
     int replaced = 0;
     for (Slot s : slots) {
+      if (!running.getAsBoolean()) {
+        break;
+      }
       Thread dead = s.thread;
       if (dead == null || dead.isAlive() || dead.getState() == Thread.State.NEW) {
         continue;
