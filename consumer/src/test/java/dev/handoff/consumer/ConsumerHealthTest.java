@@ -107,6 +107,39 @@ class ConsumerHealthTest {
   }
 
   @Test
+  void everyWorkerDeadIsDownAndOnceTheCrashesStopEveryMessageIsHandledOnce() throws Exception {
+    Fixture f = new Fixture(env, "health-all-dead");
+    AtomicBoolean crashing = new AtomicBoolean(true);
+    // Every batch kills its thread before it commits, the replacements' too: the one worker is dead most of the time.
+    ConsumerFaults faults = point -> {
+      if (crashing.get() && point == ConsumerFaults.Point.BEFORE_COMMIT) {
+        throw new SimulatedCrash("simulated crash before commit");
+      }
+    };
+    try (LogCapture logs = LogCapture.start();
+        Relay relay = TransportSide.relay(env, f.topic, Transport.STREAM).build();
+        StreamConsumer consumer = f.consumer("g").workers(1).minIdle(Duration.ofSeconds(60))
+            .leaseRenewInterval(Duration.ofMillis(200)).faults(faults).build()) {
+      List<UUID> ids = ids(TransportSide.append(env, f.topic, 6, i -> "{}"));
+      TransportSide.publishAll(env, relay);
+      consumer.start();
+      ConsumerTestKit.await("every worker dead", DEADLINE, () -> consumer.health().status() == Health.Status.DOWN);
+      Health down = consumer.health();
+      assertThat(down.reasons()).extracting(Health.Reason::code).containsExactly("worker-dead");
+      assertThat(down.reasons().get(0).message()).contains(consumer.config().workerName(0), "is dead");
+      ConsumerTestKit.await("a replacement", DEADLINE, () -> logs.warnings().stream()
+          .filter(l -> l.startsWith("ERROR") && l.contains("died; starting a new thread")).count() >= 2);
+
+      crashing.set(false);
+      ConsumerTestKit.awaitProcessed(consumer, ids, DEADLINE);
+      ConsumerTestKit.await("health UP", DEADLINE, () -> consumer.health().status() == Health.Status.UP);
+      assertThat(f.effectCount("g")).isEqualTo(6);
+      assertThat(f.doubleEffects("g")).isZero();
+      assertThat(consumer.status().deadLetters()).isZero();
+    }
+  }
+
+  @Test
   void redisStoppedIsRedisUnreachableUntilItIsBack() throws Exception {
     RestartableRedis server = env.privateRedis();
     RedisClient redis = env.newRedisClient(server.uri());
