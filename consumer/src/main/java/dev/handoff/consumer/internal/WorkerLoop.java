@@ -50,6 +50,8 @@ interface WorkerLoop {
         pause(errors++, stopping);
       } catch (SimulatedCrash crash) {
         throw crash; // a test's stand-in for a killed process: the thread dies here, as the process would
+      } catch (VirtualMachineError e) {
+        throw e; // out of memory or stack: the thread ends, and the consumer's worker check gives it a new one
       } catch (Throwable e) {
         // An Error too: a worker that died silently would leave the consumer saying RUNNING with no one working.
         if (!w.failed(e)) {

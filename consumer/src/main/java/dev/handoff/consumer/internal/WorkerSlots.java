@@ -1,6 +1,7 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.outbox.Health;
+import dev.handoff.outbox.testkit.SimulatedCrash;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -26,6 +27,8 @@ final class WorkerSlots {
     final String threadName;
     volatile Thread thread;
     volatile String lastDeath;
+    /** It died of the test kit's simulated crash: the process's death, which nothing in the process survives. */
+    volatile boolean processDeath;
 
     Slot(DeliveryWorker worker, Runnable body, String threadName) {
       this.worker = worker;
@@ -51,12 +54,28 @@ final class WorkerSlots {
 
   /** Starts {@code worker} on a new thread running {@code body}. */
   void start(DeliveryWorker worker, Runnable body, String threadName) {
-    Slot s = new Slot(worker, body, threadName);
+    Slot s = new Slot(worker, guarded(body, worker), threadName);
     slots.add(s);
-    Thread t = newThread.apply(body, threadName);
+    Thread t = newThread.apply(s.body, threadName);
     s.thread = t;
     worker.started(t);
     t.start();
+  }
+
+  /** {@code body}, remembering a simulated crash, after which the slot is not refilled (see {@link Slot}). */
+  private Runnable guarded(Runnable body, DeliveryWorker worker) {
+    return () -> {
+      try {
+        body.run();
+      } catch (SimulatedCrash crash) {
+        for (Slot s : slots) {
+          if (s.worker == worker) {
+            s.processDeath = true;
+          }
+        }
+        throw crash;
+      }
+    };
   }
 
   /**
@@ -72,8 +91,8 @@ final class WorkerSlots {
         break;
       }
       Thread dead = s.thread;
-      if (dead == null || dead.isAlive() || dead.getState() == Thread.State.NEW) {
-        continue;
+      if (dead == null || dead.isAlive() || dead.getState() == Thread.State.NEW || s.processDeath) {
+        continue; // a simulated crash stands for the whole process: its work goes to other consumers, as it would
       }
       s.lastDeath = dead.getName();
       log.error("{}: worker {} (thread {}) died; starting a new thread for it, which first reads its unfinished"
