@@ -60,6 +60,8 @@ class EnvironmentFailureTest {
 
       env.execute("GRANT INSERT ON " + f.effects + " TO " + role.name);
       ConsumerTestKit.awaitProcessed(consumer, during, Duration.ofSeconds(30));
+      // the worker reports its resumption after the step that committed returns: wait for it, not for the commit
+      ConsumerTestKit.await("the worker resumed", Duration.ofSeconds(30), () -> events.resumed.get() == 1);
 
       assertThat(consumer.status().paused()).isEmpty();
       assertThat(consumer.status().deadLetters()).isZero();
@@ -99,6 +101,8 @@ class EnvironmentFailureTest {
           + " (id bigserial PRIMARY KEY, consumer_group text NOT NULL, message_id uuid NOT NULL, tag text)");
       role.grantAll();
       ConsumerTestKit.awaitProcessed(consumer, during, Duration.ofSeconds(30));
+      // the worker reports its resumption after the step that committed returns: wait for it, not for the commit
+      ConsumerTestKit.await("the worker resumed", Duration.ofSeconds(30), () -> events.resumed.get() == 1);
 
       assertThat(consumer.status().paused()).isEmpty();
       assertThat(consumer.status().deadLetters()).isZero();

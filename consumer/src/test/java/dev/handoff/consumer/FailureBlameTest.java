@@ -87,6 +87,8 @@ class FailureBlameTest {
       consumer.start();
       ConsumerTestKit.awaitProcessed(consumer, messages.stream().map(StreamMessage::messageId).toList(),
           Duration.ofSeconds(20));
+      // the worker reports its resumption after the step that committed returns: wait for it, not for the commit
+      ConsumerTestKit.await("the worker resumed", Duration.ofSeconds(20), () -> events.resumed.get() == 1);
 
       assertThat(busyAttempts).hasValue(4);
       assertThat(events.failed).hasValue(0);
