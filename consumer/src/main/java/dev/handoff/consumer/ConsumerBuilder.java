@@ -1,14 +1,19 @@
 package dev.handoff.consumer;
 
 import dev.handoff.consumer.internal.JooqHandlers;
+import dev.handoff.consumer.internal.micrometer.ConsumerMetrics;
 import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.internal.MetricsRefresher;
 import dev.handoff.outbox.internal.Statements;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.BiConsumer;
+import java.util.function.Function;
 import javax.sql.DataSource;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
@@ -29,6 +34,8 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   public static final int DEFAULT_MAX_DELIVERIES = 10;
   public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofSeconds(1);
   public static final Duration DEFAULT_REDIS_POOL_WAIT = Duration.ofSeconds(2);
+  /** How often the gauges read from {@code status()} (backlog, pending, oldest pending age, dead letters) refresh. */
+  public static final Duration DEFAULT_METRICS_REFRESH_INTERVAL = Duration.ofSeconds(10);
 
   final DataSource dataSource;
   final HostAndPort redis;
@@ -52,6 +59,8 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   InboxRetention inboxRetention = InboxRetention.defaults();
   ConsumerFaults faults = ConsumerFaults.NONE;
   Clock clock = Clock.systemUTC();
+  MeterRegistry meterRegistry;
+  Duration metricsRefreshInterval = DEFAULT_METRICS_REFRESH_INTERVAL;
 
   ConsumerBuilder(DataSource dataSource, HostAndPort redis) {
     // Behind a pooler in transaction mode nothing of handoff's may outlive a transaction (see Statements).
@@ -189,6 +198,39 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   public B listener(ConsumerListener listener) {
     this.listener = listener;
     return self();
+  }
+
+  /**
+   * Publishes the consumer's metrics to {@code registry} (Micrometer, an optional dependency: without this call
+   * the consumer needs none of it), tagged {@code topic} and {@code group}: handled, duplicates, failed,
+   * dead-lettered, reclaimed, lost, lease losses and pauses (counters), handler time (timer), and gauges of
+   * dead letters, paused workers and, per {@code shard}, the never-delivered backlog, pending entries and the oldest
+   * pending entry's age. The gauges come from one {@code status()} call every {@link #metricsRefreshInterval}, on a
+   * thread of their own, never on a scrape, so they cost what a status call costs (bounded by the status scan
+   * limit). docs/operations.md lists every meter. Defaults to no metrics.
+   */
+  public B meterRegistry(MeterRegistry registry) {
+    this.meterRegistry = Objects.requireNonNull(registry, "meterRegistry");
+    return self();
+  }
+
+  /** How often the gauges read from {@code status()} are refreshed. Defaults to 10 s. */
+  public B metricsRefreshInterval(Duration interval) {
+    this.metricsRefreshInterval = interval;
+    return self();
+  }
+
+  /** Builds through {@code create}, instrumented when a meter registry was given. */
+  final <C extends HandoffConsumer> C buildWith(Function<ConsumerConfig, C> create,
+      BiConsumer<C, MetricsRefresher> attachMetrics) {
+    ConsumerConfig config = config();
+    if (meterRegistry == null) {
+      return create.apply(config);
+    }
+    if (metricsRefreshInterval == null || metricsRefreshInterval.isNegative() || metricsRefreshInterval.isZero()) {
+      throw new IllegalArgumentException("metricsRefreshInterval must be positive, was " + metricsRefreshInterval);
+    }
+    return ConsumerMetrics.build(meterRegistry, metricsRefreshInterval, config, create, attachMetrics);
   }
 
   /** The clock for backoffs, ages and deadlines. Defaults to the system UTC clock. */

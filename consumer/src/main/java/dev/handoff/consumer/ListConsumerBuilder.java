@@ -119,6 +119,7 @@ public final class ListConsumerBuilder extends ConsumerBuilder<ListConsumerBuild
    */
   @Override
   public ListConsumer build() {
-    return new DefaultListConsumer(config(), dataSource, redis, redisConfig, faults);
+    return buildWith(c -> new DefaultListConsumer(c, dataSource, redis, redisConfig, faults),
+        (c, metrics) -> c.attachMetrics(metrics));
   }
 }

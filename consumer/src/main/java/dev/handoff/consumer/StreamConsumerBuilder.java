@@ -120,6 +120,7 @@ public final class StreamConsumerBuilder extends ConsumerBuilder<StreamConsumerB
    */
   @Override
   public StreamConsumer build() {
-    return new DefaultStreamConsumer(config(), dataSource, redis, redisConfig, faults);
+    return buildWith(c -> new DefaultStreamConsumer(c, dataSource, redis, redisConfig, faults),
+        (c, metrics) -> c.attachMetrics(metrics));
   }
 }

@@ -1,6 +1,8 @@
 package dev.handoff.outbox;
 
 import dev.handoff.migrations.HandoffMigrations;
+import dev.handoff.outbox.internal.micrometer.MeteredOutbox;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -29,6 +31,7 @@ public final class OutboxBuilder {
   private Duration depthRefreshInterval = DEFAULT_DEPTH_REFRESH_INTERVAL;
   private Duration capacityPollInterval = DEFAULT_CAPACITY_POLL_INTERVAL;
   private Clock clock = Clock.systemUTC();
+  private MeterRegistry meterRegistry;
 
   OutboxBuilder() {}
 
@@ -76,12 +79,25 @@ public final class OutboxBuilder {
   }
 
   /**
+   * Counts appended messages ({@code handoff.outbox.appended}) and messages a capacity policy refused
+   * ({@code handoff.outbox.refused}) per {@code topic} in {@code registry} (Micrometer, an optional dependency:
+   * without this call the outbox needs none of it). Appends are counted, not commits. The outbox's depth and its
+   * oldest unpublished row's age are the relay's gauges ({@link RelayBuilder#meterRegistry}), since the outbox
+   * runs no query of its own. Defaults to no metrics.
+   */
+  public OutboxBuilder meterRegistry(MeterRegistry registry) {
+    this.meterRegistry = Objects.requireNonNull(registry, "meterRegistry");
+    return this;
+  }
+
+  /**
    * Validates the settings and builds the outbox.
    *
    * @throws IllegalArgumentException naming the first invalid setting
    */
   public Outbox build() {
-    return Outbox.create(new OutboxConfig(
+    Outbox outbox = Outbox.create(new OutboxConfig(
         schema, maxPayloadBytes, maxHeaderBytes, topics, depthRefreshInterval, capacityPollInterval, clock));
+    return meterRegistry == null ? outbox : new MeteredOutbox(outbox, meterRegistry);
   }
 }

@@ -2,8 +2,10 @@ package dev.handoff.outbox;
 
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.internal.DefaultRelay;
+import dev.handoff.outbox.internal.micrometer.RelayMetrics;
 import dev.handoff.outbox.testkit.RelayFaults;
 import dev.handoff.outbox.testkit.SimulatedCrash;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.time.Clock;
@@ -34,6 +36,8 @@ public final class RelayBuilder {
   public static final Duration DEFAULT_DRAIN_TIMEOUT = Duration.ofSeconds(10);
   /** With the list transport: elements a shard's list and processing lists hold at most, by default. */
   public static final int DEFAULT_LIST_CAPACITY = 10_000;
+  /** How often the gauges that need a query (outbox depth, oldest unpublished age, stream length) are refreshed. */
+  public static final Duration DEFAULT_METRICS_REFRESH_INTERVAL = Duration.ofSeconds(10);
 
   private final DataSource dataSource;
   private final UnifiedJedis redis;
@@ -61,6 +65,8 @@ public final class RelayBuilder {
   private Transport transport = Transport.STREAM;
   private int listCapacity = DEFAULT_LIST_CAPACITY;
   private Duration backlogAgeThreshold = Duration.ZERO;
+  private MeterRegistry meterRegistry;
+  private Duration metricsRefreshInterval = DEFAULT_METRICS_REFRESH_INTERVAL;
 
   RelayBuilder(DataSource dataSource, UnifiedJedis redis) {
     this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -215,6 +221,28 @@ public final class RelayBuilder {
     return this;
   }
 
+  /**
+   * Publishes the relay's metrics to {@code registry} (Micrometer, an optional dependency: without this call the
+   * relay needs none of it): rows published, commit-to-stream latency, leases owned and lost, repairs, cycle
+   * failures, and per configured shard the outbox depth, the oldest unpublished row's age and the stream's length.
+   * Tags are {@code topic} and {@code shard}. The gauges that need a query are refreshed every
+   * {@link #metricsRefreshInterval}, on a thread of their own, never on a scrape. docs/operations.md lists every
+   * meter. Defaults to no metrics.
+   */
+  public RelayBuilder meterRegistry(MeterRegistry registry) {
+    this.meterRegistry = Objects.requireNonNull(registry, "meterRegistry");
+    return this;
+  }
+
+  /**
+   * How often the gauges that need a query are refreshed: one bounded count (up to 10,000 rows) and one index
+   * look-up per configured shard, plus one XLEN or LLEN. Defaults to 10 s.
+   */
+  public RelayBuilder metricsRefreshInterval(Duration interval) {
+    this.metricsRefreshInterval = interval;
+    return this;
+  }
+
   /** The clock for the relay's own scheduling. Defaults to the system UTC clock. */
   public RelayBuilder clock(Clock clock) {
     this.clock = clock;
@@ -276,7 +304,14 @@ public final class RelayBuilder {
         retentionBatchSize, maintenanceInterval, trimLimit, trimStreams, trimSlack,
         retentionBudget != null ? retentionBudget : half(maintenanceInterval), drainTimeout, listener, clock,
         transport, listCapacity, backlogAgeThreshold);
-    return new DefaultRelay(dataSource, notificationDataSource, redis, config, faults);
+    if (meterRegistry == null) {
+      return new DefaultRelay(dataSource, notificationDataSource, redis, config, faults);
+    }
+    if (metricsRefreshInterval == null || metricsRefreshInterval.isNegative() || metricsRefreshInterval.isZero()) {
+      throw new IllegalArgumentException("metricsRefreshInterval must be positive, was " + metricsRefreshInterval);
+    }
+    return RelayMetrics.build(meterRegistry, metricsRefreshInterval, config, dataSource, redis,
+        c -> new DefaultRelay(dataSource, notificationDataSource, redis, c, faults));
   }
 
   private static Duration half(Duration interval) {

@@ -10,6 +10,7 @@ import dev.handoff.consumer.PausedWorker;
 import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.outbox.Health;
+import dev.handoff.outbox.internal.MetricsRefresher;
 import dev.handoff.outbox.testkit.SimulatedCrash;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -231,6 +232,29 @@ abstract class AbstractConsumer {
     WorkerLoop.run(w, this::running, stopping);
   }
 
+  private volatile MetricsRefresher metrics;
+
+  /** Internal: the refresher of this consumer's gauges (see {@code ConsumerBuilder.meterRegistry}), stopped by close. */
+  public final void attachMetrics(MetricsRefresher refresher) {
+    this.metrics = refresher;
+  }
+
+  /** Test seam: runs the metrics refresh now, on the caller's thread. */
+  public final void refreshMetricsNow() {
+    MetricsRefresher m = metrics;
+    if (m == null) {
+      throw new IllegalStateException("consumer group '" + config.group() + "' was built without a meterRegistry");
+    }
+    m.refreshNow();
+  }
+
+  private void stopMetrics() {
+    MetricsRefresher m = metrics;
+    if (m != null) {
+      m.close();
+    }
+  }
+
   /** The immutable settings this consumer runs with. */
   public final ConsumerConfig config() {
     return config;
@@ -304,6 +328,7 @@ abstract class AbstractConsumer {
         housekeeping.shutdownNow();
       }
     }
+    stopMetrics();
     afterWorkersStopped(previous != State.NEW, clean);
     log.info(label + " '{}' closed{}", config.group(), clean ? "" : " (some work was abandoned)");
     return clean;
@@ -323,6 +348,7 @@ abstract class AbstractConsumer {
     state.set(State.CLOSED);
     closed.complete(false);
     stopping.countDown();
+    stopMetrics();
     synchronized (this) {
       if (housekeeping != null) {
         housekeeping.shutdownNow();

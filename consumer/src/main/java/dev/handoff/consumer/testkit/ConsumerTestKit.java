@@ -190,6 +190,20 @@ public final class ConsumerTestKit {
   }
 
   /**
+   * Refreshes the consumer's gauges now, on the caller's thread, as its metrics refresher does every
+   * {@code metricsRefreshInterval}: a test that must not depend on that schedule calls this instead.
+   *
+   * @throws IllegalStateException if the consumer was built without a {@code meterRegistry}
+   */
+  public static void refreshMetricsNow(HandoffConsumer consumer) {
+    if (consumer instanceof DefaultStreamConsumer s) {
+      s.refreshMetricsNow();
+    } else {
+      ((DefaultListConsumer) consumer).refreshMetricsNow();
+    }
+  }
+
+  /**
    * Waits until {@code condition} holds.
    *
    * @throws AssertionError naming {@code what} if it does not by {@code deadline}

@@ -65,6 +65,7 @@ public final class DefaultRelay implements Relay {
   private final ShardPublisher publisher;
   private final RelayFaults faults;
   private final RelayHealth health;
+  private volatile MetricsRefresher metrics;
 
   /**
    * @param notificationDataSource where the LISTEN connection comes from; {@code dataSource} when null
@@ -91,6 +92,20 @@ public final class DefaultRelay implements Relay {
     this.publisher = new ShardPublisher(config, streams, leases, outbox, faults, maintenance, owned,
         this::autocommit, leaseKeeper::lost, this::notify);
     leaseKeeper.publisher(publisher);
+  }
+
+  /** Internal: the refresher of this relay's gauges (see {@code RelayBuilder.meterRegistry}), stopped by close. */
+  public void attachMetrics(MetricsRefresher refresher) {
+    this.metrics = refresher;
+  }
+
+  /** Test seam: runs the metrics refresh now, on the caller's thread. */
+  public void refreshMetricsNow() {
+    MetricsRefresher m = metrics;
+    if (m == null) {
+      throw new IllegalStateException("relay " + config.owner() + " was built without a meterRegistry");
+    }
+    m.refreshNow();
   }
 
   @Override
@@ -200,6 +215,9 @@ public final class DefaultRelay implements Relay {
       drained = stopAndDrain(drainTimeout);
       return drained;
     } finally {
+      if (metrics != null) {
+        metrics.close();
+      }
       closeOutcome.complete(drained);
       if (loop != null && !loop.isAlive()) {
         state.set(State.CLOSED);

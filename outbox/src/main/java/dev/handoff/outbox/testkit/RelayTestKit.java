@@ -1,0 +1,21 @@
+package dev.handoff.outbox.testkit;
+
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.internal.DefaultRelay;
+
+/** Test helpers for code that runs a {@link Relay}. Not for production use. */
+public final class RelayTestKit {
+
+  private RelayTestKit() {}
+
+  /**
+   * Refreshes the relay's gauges (outbox depth, oldest unpublished age, stream length) now, on the caller's thread,
+   * as its metrics refresher does every {@code metricsRefreshInterval}: a test that must not depend on that
+   * schedule calls this instead.
+   *
+   * @throws IllegalStateException if the relay was built without a {@code meterRegistry}
+   */
+  public static void refreshMetricsNow(Relay relay) {
+    ((DefaultRelay) relay).refreshMetricsNow();
+  }
+}
