@@ -16,13 +16,15 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
  * The Micrometer binding end to end on a known scenario: 20 messages appended on 2 shards, relayed, consumed by a
  * group whose handler refuses one poison message (dead-lettered after 3 deliveries), then replayed (20
- * duplicates). Every figure is exact; the gauges are refreshed explicitly, never waited for.
+ * duplicates), and a list consumer paused by its environment. Every figure is exact; the gauges are refreshed
+ * explicitly, never waited for.
  */
 @HandoffTest
 class MetricsTest {
@@ -128,6 +130,73 @@ class MetricsTest {
       assertThat(counter(registry, "handoff.consumer.duplicates", group)).isEqualTo(replay.duplicates());
       assertThat(replay.duplicates()).isEqualTo(N);
       assertThat(counter(registry, "handoff.consumer.handled", group)).isEqualTo(N - 1);
+    }
+  }
+
+  @Test
+  void onListsAnInfrastructurePauseShowsInThePausedGaugeAndThePausesCounterAndNothingIsCountedAsFailed()
+      throws Exception {
+    MeterRegistry registry = new SimpleMeterRegistry();
+    String topic = "metered-list";
+    Fixture f = new Fixture(env, topic);
+    Outbox outbox = Outbox.builder().schema(env.schema()).build();
+    try (Connection tx = env.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      for (int i = 0; i < 5; i++) {
+        outbox.append(tx, Message.builder(topic, "test.event").key("k" + i).payload("{}").build());
+      }
+      tx.commit();
+    }
+    Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+        .topic(topic).listTransport(100).meterRegistry(registry).metricsRefreshInterval(Duration.ofHours(1)).build();
+    try (relay) {
+      assertThat(relay.relayOnce().published()).isEqualTo(5);
+      RelayTestKit.refreshMetricsNow(relay);
+      assertThat(gauge(registry, "handoff.list.length", shard(topic, 0))).isEqualTo(5);
+      assertThat(registry.find("handoff.stream.length").gauges()).isEmpty();
+    }
+
+    AtomicBoolean down = new AtomicBoolean(true);
+    MessageHandler effect = f.effect("g", null);
+    ListConsumer consumer = ListConsumer.builder(env.dataSource(), env.redisUri())
+        .schema(env.schema()).keyPrefix(env.keyPrefix()).topic(topic).group("g")
+        .block(Duration.ofMillis(100))
+        .meterRegistry(registry)
+        .metricsRefreshInterval(Duration.ofHours(1))
+        .handler((tx, m) -> {
+          if (down.get()) {
+            throw new RetryLaterException("the card network is down");
+          }
+          effect.handle(tx, m);
+        })
+        .build();
+    Tags group = Tags.of("topic", topic, "group", "g");
+    try (consumer) {
+      ConsumerTestKit.refreshMetricsNow(consumer);
+      assertThat(gauge(registry, "handoff.consumer.backlog", group.and("shard", "0"))).isEqualTo(5);
+      consumer.start();
+      // The worker shows in status() a moment before its listener hears of the pause: wait for both.
+      ConsumerTestKit.await("the worker pauses", Duration.ofSeconds(20), () -> !consumer.status().paused().isEmpty()
+          && counter(registry, "handoff.consumer.pauses", group) == 1);
+      ConsumerTestKit.refreshMetricsNow(consumer);
+      assertThat(gauge(registry, "handoff.consumer.paused", group)).isEqualTo(1);
+      assertThat(counter(registry, "handoff.consumer.pauses", group)).isEqualTo(1);
+      double held = gauge(registry, "handoff.consumer.pending", group.and("shard", "0"));
+      assertThat(held).isPositive(); // the paused worker holds what it took; the rest waits in the list
+      assertThat(held + gauge(registry, "handoff.consumer.backlog", group.and("shard", "0"))).isEqualTo(5);
+
+      down.set(false);
+      ConsumerTestKit.awaitDrained(consumer, Duration.ofSeconds(20));
+      ConsumerTestKit.refreshMetricsNow(consumer);
+      assertThat(f.effectCount("g")).isEqualTo(5);
+      assertThat(counter(registry, "handoff.consumer.handled", group)).isEqualTo(5);
+      assertThat(counter(registry, "handoff.consumer.pauses", group)).isEqualTo(1);
+      assertThat(counter(registry, "handoff.consumer.failed", group)).isZero();
+      assertThat(counter(registry, "handoff.consumer.dead.lettered", group)).isZero();
+      assertThat(gauge(registry, "handoff.consumer.paused", group)).isZero();
+      assertThat(gauge(registry, "handoff.consumer.dead.letters", group)).isZero();
+      assertThat(gauge(registry, "handoff.consumer.backlog", group.and("shard", "0"))).isZero();
+      assertThat(gauge(registry, "handoff.consumer.pending", group.and("shard", "0"))).isZero();
     }
   }
 
