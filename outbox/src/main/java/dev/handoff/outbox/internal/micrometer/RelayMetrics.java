@@ -71,6 +71,7 @@ public final class RelayMetrics implements RelayListener {
       for (int s = 0; s < t.shards(); s++) {
         ShardId id = new ShardId(t.name(), s);
         metrics.gauges.put(id, new ShardGauges(registry, id, config));
+        metrics.meters(id); // registered at 0 from the start, so that a rate or an alert has a series to read
       }
     }
     Runnable refresh = () -> metrics.refresh(config, dataSource, redis);

@@ -1,0 +1,122 @@
+package dev.handoff.outbox.relay;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.handoff.outbox.CapacityPolicy;
+import dev.handoff.outbox.Message;
+import dev.handoff.outbox.Outbox;
+import dev.handoff.outbox.OutboxFullException;
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.ShardId;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.testkit.RelayFaults;
+import dev.handoff.outbox.testkit.RelayTestKit;
+import dev.handoff.outbox.testkit.SimulatedCrash;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.TestEnvironment;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+
+/** The relay's and the outbox's meters on scenarios with known outcomes: a repair, a refusal, the schedule. */
+@HandoffTest
+class RelayMetricsTest {
+
+  private final TestEnvironment env;
+
+  RelayMetricsTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  @Test
+  void aBatchSentAgainAfterACrashCountsAsRepairedAlreadyPresentAndEveryRowAsPublishedOnce() throws Exception {
+    String topic = "repaired";
+    RelayTestSupport.appendKeyed(env, topic, 30);
+    MeterRegistry registry = new SimpleMeterRegistry();
+    AtomicBoolean crash = new AtomicBoolean(true);
+    Relay relay = RelayTestSupport.relay(env, topic).meterRegistry(registry).faults(new RelayFaults() {
+      @Override
+      public void afterStreamWrite(ShardId shard, int rows) {
+        if (crash.getAndSet(false)) {
+          throw new SimulatedCrash("after the XADD, before the mark");
+        }
+      }
+    }).build();
+    try (relay) {
+      assertThatThrownBy(relay::relayOnce).isInstanceOf(SimulatedCrash.class);
+      long written = env.redis().xlen(StreamFormat.streamKey(env.keyPrefix(), topic, 0));
+      assertThat(written).isPositive();
+      Tags shard = Tags.of("topic", topic, "shard", "0");
+      assertThat(registry.get("handoff.relay.published").tags(shard).counter().count()).isZero();
+
+      long published = relay.relayOnce().published();
+      assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE topic = ? AND published_at IS NULL", topic))
+          .isZero();
+      assertThat(registry.get("handoff.relay.repairs").tags(shard).tag("kind", "already_present").counter()
+          .count()).isEqualTo(written);
+      assertThat(registry.get("handoff.relay.repairs").tags(shard).tag("kind", "anomaly").counter().count())
+          .isZero();
+      assertThat(registry.get("handoff.relay.published").tags(shard).counter().count()).isEqualTo(published);
+      assertThat(published).isEqualTo(30);
+      assertThat(env.redis().xlen(StreamFormat.streamKey(env.keyPrefix(), topic, 0))).isEqualTo(30);
+    }
+  }
+
+  @Test
+  void theOutboxCountsAppendsAndRefusalsPerTopic() throws Exception {
+    String topic = "bounded";
+    MeterRegistry registry = new SimpleMeterRegistry();
+    Outbox outbox = Outbox.builder().schema(env.schema())
+        .topic(TopicConfig.of(topic).withCapacity(CapacityPolicy.reject(2)))
+        .depthRefreshInterval(Duration.ZERO.plusNanos(1)).meterRegistry(registry).build();
+    for (int i = 0; i < 3; i++) {
+      try (Connection tx = env.dataSource().getConnection()) {
+        tx.setAutoCommit(false);
+        Message m = Message.builder(topic, "entry").payload("p" + i).build();
+        if (i < 2) {
+          outbox.append(tx, m);
+        } else {
+          assertThatThrownBy(() -> outbox.append(tx, m)).isInstanceOf(OutboxFullException.class);
+        }
+        tx.commit();
+      }
+    }
+    Tags tags = Tags.of("topic", topic);
+    assertThat(registry.get("handoff.outbox.appended").tags(tags).counter().count()).isEqualTo(2);
+    assertThat(registry.get("handoff.outbox.refused").tags(tags).counter().count()).isEqualTo(1);
+  }
+
+  @Test
+  void theGaugesRefreshOnTheirOwnScheduleAndTheRefresherStopsWithTheRelay() throws Exception {
+    String topic = "scheduled";
+    RelayTestSupport.append(env, topic, 5);
+    MeterRegistry registry = new SimpleMeterRegistry();
+    Relay relay = RelayTestSupport.relay(env, topic).meterRegistry(registry)
+        .metricsRefreshInterval(Duration.ofMillis(50)).build();
+    String thread = "handoff-metrics-relay-" + relay.config().owner();
+    Tags shard = Tags.of("topic", topic, "shard", "0");
+    try (relay) {
+      await().atMost(Duration.ofSeconds(10))
+          .until(() -> registry.get("handoff.outbox.depth").tags(shard).gauge().value() == 5);
+      relay.relayOnce();
+      await().atMost(Duration.ofSeconds(10))
+          .until(() -> registry.get("handoff.stream.length").tags(shard).gauge().value() == 5
+              && registry.get("handoff.outbox.depth").tags(shard).gauge().value() == 0);
+      assertThat(threadAlive(thread)).isTrue();
+    }
+    await().atMost(Duration.ofSeconds(10)).until(() -> !threadAlive(thread));
+    assertThatThrownBy(() -> RelayTestKit.refreshMetricsNow(RelayTestSupport.relay(env, topic).build()))
+        .isInstanceOf(IllegalStateException.class).hasMessageContaining("without a meterRegistry");
+  }
+
+  private static boolean threadAlive(String name) {
+    return Thread.getAllStackTraces().keySet().stream().anyMatch(t -> t.getName().equals(name) && t.isAlive());
+  }
+}
