@@ -1,6 +1,7 @@
 package dev.handoff.consumer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.Message;
@@ -198,6 +199,15 @@ class MetricsTest {
       assertThat(gauge(registry, "handoff.consumer.backlog", group.and("shard", "0"))).isZero();
       assertThat(gauge(registry, "handoff.consumer.pending", group.and("shard", "0"))).isZero();
     }
+  }
+
+  @Test
+  void aMetricsRefreshIntervalThatIsNotPositiveIsRefusedWithItsName() {
+    Fixture f = new Fixture(env, "refused");
+    assertThatThrownBy(() -> f.consumer("g").meterRegistry(new SimpleMeterRegistry())
+        .metricsRefreshInterval(Duration.ZERO).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("metricsRefreshInterval");
+    assertThat(ConsumerBuilder.DEFAULT_METRICS_REFRESH_INTERVAL).isEqualTo(Duration.ofSeconds(10));
   }
 
   private static Tags shard(String topic, int shard) {

@@ -30,7 +30,8 @@ class WithoutMicrometerTest {
   @Test
   void outboxRelayAndConsumerRunWithoutMicrometerOnTheClassPath() throws Exception {
     List<String> classPath = Arrays.asList(System.getProperty("java.class.path").split(File.pathSeparator));
-    assertThat(classPath).anyMatch(WithoutMicrometerTest::micrometer); // else the test proves nothing
+    // Else the test proves nothing.
+    assertThat(classPath).anyMatch(WithoutMicrometerTest::micrometer);
     String withoutMicrometer = classPath.stream().filter(e -> !micrometer(e))
         .collect(Collectors.joining(File.pathSeparator));
 

@@ -232,27 +232,16 @@ abstract class AbstractConsumer {
     WorkerLoop.run(w, this::running, stopping);
   }
 
-  private volatile MetricsRefresher metrics;
+  private volatile MetricsRefresher metrics; // see ConsumerBuilder.meterRegistry; stopped by close
 
-  /** Internal: the refresher of this consumer's gauges (see {@code ConsumerBuilder.meterRegistry}), stopped by close. */
+  /** Internal: the refresher of this consumer's gauges, which close stops. */
   public final void attachMetrics(MetricsRefresher refresher) {
     this.metrics = refresher;
   }
 
-  /** Test seam: runs the metrics refresh now, on the caller's thread. */
-  public final void refreshMetricsNow() {
-    MetricsRefresher m = metrics;
-    if (m == null) {
-      throw new IllegalStateException("consumer group '" + config.group() + "' was built without a meterRegistry");
-    }
-    m.refreshNow();
-  }
-
-  private void stopMetrics() {
-    MetricsRefresher m = metrics;
-    if (m != null) {
-      m.close();
-    }
+  /** The attached metrics refresher, or null: for the test kit's {@code refreshMetricsNow}. */
+  public final MetricsRefresher metrics() {
+    return metrics;
   }
 
   /** The immutable settings this consumer runs with. */
@@ -328,7 +317,7 @@ abstract class AbstractConsumer {
         housekeeping.shutdownNow();
       }
     }
-    stopMetrics();
+    MetricsRefresher.close(metrics);
     afterWorkersStopped(previous != State.NEW, clean);
     log.info(label + " '{}' closed{}", config.group(), clean ? "" : " (some work was abandoned)");
     return clean;
@@ -348,7 +337,7 @@ abstract class AbstractConsumer {
     state.set(State.CLOSED);
     closed.complete(false);
     stopping.countDown();
-    stopMetrics();
+    MetricsRefresher.close(metrics);
     synchronized (this) {
       if (housekeeping != null) {
         housekeeping.shutdownNow();

@@ -12,6 +12,7 @@ import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.internal.DefaultListConsumer;
 import dev.handoff.consumer.internal.DefaultStreamConsumer;
+import dev.handoff.outbox.internal.MetricsRefresher;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.LinkedHashSet;
@@ -196,11 +197,10 @@ public final class ConsumerTestKit {
    * @throws IllegalStateException if the consumer was built without a {@code meterRegistry}
    */
   public static void refreshMetricsNow(HandoffConsumer consumer) {
-    if (consumer instanceof DefaultStreamConsumer s) {
-      s.refreshMetricsNow();
-    } else {
-      ((DefaultListConsumer) consumer).refreshMetricsNow();
-    }
+    MetricsRefresher metrics = consumer instanceof DefaultStreamConsumer s
+        ? s.metrics()
+        : ((DefaultListConsumer) consumer).metrics();
+    MetricsRefresher.refreshNow(metrics, "consumer group '" + consumer.config().group() + "'");
   }
 
   /**

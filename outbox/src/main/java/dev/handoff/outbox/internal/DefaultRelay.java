@@ -94,18 +94,14 @@ public final class DefaultRelay implements Relay {
     leaseKeeper.publisher(publisher);
   }
 
-  /** Internal: the refresher of this relay's gauges (see {@code RelayBuilder.meterRegistry}), stopped by close. */
+  /** Internal: the refresher of this relay's gauges (see {@code RelayBuilder.meterRegistry}), which close stops. */
   public void attachMetrics(MetricsRefresher refresher) {
     this.metrics = refresher;
   }
 
-  /** Test seam: runs the metrics refresh now, on the caller's thread. */
-  public void refreshMetricsNow() {
-    MetricsRefresher m = metrics;
-    if (m == null) {
-      throw new IllegalStateException("relay " + config.owner() + " was built without a meterRegistry");
-    }
-    m.refreshNow();
+  /** The attached metrics refresher, or null: for the test kit's {@code refreshMetricsNow}. */
+  public MetricsRefresher metrics() {
+    return metrics;
   }
 
   @Override
@@ -215,9 +211,7 @@ public final class DefaultRelay implements Relay {
       drained = stopAndDrain(drainTimeout);
       return drained;
     } finally {
-      if (metrics != null) {
-        metrics.close();
-      }
+      MetricsRefresher.close(metrics);
       closeOutcome.complete(drained);
       if (loop != null && !loop.isAlive()) {
         state.set(State.CLOSED);

@@ -24,7 +24,10 @@ public final class MetricsRefresher implements AutoCloseable {
   private final ScheduledExecutorService executor;
   private boolean failing;
 
-  /** Starts refreshing at once and then every {@code interval}. */
+  /**
+   * Refreshes every {@code interval}, the first time one interval after this call: a component built and closed at
+   * once (or still starting) is not queried, and its gauges read 0 until the first refresh.
+   */
   public MetricsRefresher(String name, Duration interval, Runnable refresh) {
     this.name = name;
     this.refresh = refresh;
@@ -33,7 +36,8 @@ public final class MetricsRefresher implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
-    executor.scheduleWithFixedDelay(this::refreshQuietly, 0, interval.toMillis(), TimeUnit.MILLISECONDS);
+    executor.scheduleWithFixedDelay(this::refreshQuietly, interval.toMillis(), interval.toMillis(),
+        TimeUnit.MILLISECONDS);
   }
 
   /** Test seam: refreshes now on the caller's thread (after a scheduled refresh in progress) and throws its error. */
@@ -64,9 +68,32 @@ public final class MetricsRefresher implements AutoCloseable {
     }
   }
 
-  /** Stops the schedule; the gauges keep their last values. Idempotent. */
+  /** {@link #close()} on {@code refresher}, if there is one. */
+  public static void close(MetricsRefresher refresher) {
+    if (refresher != null) {
+      refresher.close();
+    }
+  }
+
+  /** Refreshes now, on the caller's thread, for a test kit; {@code component} names it in the error without one. */
+  public static void refreshNow(MetricsRefresher refresher, String component) {
+    if (refresher == null) {
+      throw new IllegalStateException(component + " was built without a meterRegistry");
+    }
+    refresher.refreshNow();
+  }
+
+  /**
+   * Stops the schedule and waits (up to 2 s) for a refresh in progress, so that none runs once the component has
+   * given back its connections. The gauges keep their last values. Idempotent.
+   */
   @Override
   public void close() {
     executor.shutdownNow();
+    try {
+      executor.awaitTermination(2, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 }

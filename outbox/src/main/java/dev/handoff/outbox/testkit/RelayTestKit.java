@@ -2,6 +2,7 @@ package dev.handoff.outbox.testkit;
 
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.internal.DefaultRelay;
+import dev.handoff.outbox.internal.MetricsRefresher;
 
 /** Test helpers for code that runs a {@link Relay}. Not for production use. */
 public final class RelayTestKit {
@@ -16,6 +17,6 @@ public final class RelayTestKit {
    * @throws IllegalStateException if the relay was built without a {@code meterRegistry}
    */
   public static void refreshMetricsNow(Relay relay) {
-    ((DefaultRelay) relay).refreshMetricsNow();
+    MetricsRefresher.refreshNow(((DefaultRelay) relay).metrics(), "relay " + relay.config().owner());
   }
 }

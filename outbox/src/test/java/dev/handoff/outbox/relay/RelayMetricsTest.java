@@ -9,6 +9,7 @@ import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.OutboxFullException;
 import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
@@ -114,6 +115,16 @@ class RelayMetricsTest {
     await().atMost(Duration.ofSeconds(10)).until(() -> !threadAlive(thread));
     assertThatThrownBy(() -> RelayTestKit.refreshMetricsNow(RelayTestSupport.relay(env, topic).build()))
         .isInstanceOf(IllegalStateException.class).hasMessageContaining("without a meterRegistry");
+  }
+
+  @Test
+  void aMetricsRefreshIntervalThatIsNotPositiveIsRefusedWithItsName() {
+    for (Duration bad : new Duration[] {Duration.ZERO, Duration.ofSeconds(-1), null}) {
+      assertThatThrownBy(() -> RelayTestSupport.relay(env, "refused").meterRegistry(new SimpleMeterRegistry())
+          .metricsRefreshInterval(bad).build())
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("metricsRefreshInterval");
+    }
+    assertThat(RelayBuilder.DEFAULT_METRICS_REFRESH_INTERVAL).isEqualTo(Duration.ofSeconds(10));
   }
 
   private static boolean threadAlive(String name) {
