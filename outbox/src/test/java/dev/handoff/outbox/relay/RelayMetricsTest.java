@@ -10,6 +10,7 @@ import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.OutboxFullException;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
+import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
@@ -17,6 +18,8 @@ import dev.handoff.outbox.testkit.RelayFaults;
 import dev.handoff.outbox.testkit.RelayTestKit;
 import dev.handoff.outbox.testkit.SimulatedCrash;
 import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.LogCapture;
+import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
@@ -24,9 +27,14 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
+import redis.clients.jedis.RedisClient;
 
-/** The relay's and the outbox's meters on scenarios with known outcomes: a repair, a refusal, the schedule. */
+/**
+ * The relay's and the outbox's meters on scenarios with known outcomes: repairs (a re-sent batch, a lost stream), a
+ * refusal, the schedule, a failed refresh.
+ */
 @HandoffTest
 class RelayMetricsTest {
 
@@ -125,6 +133,60 @@ class RelayMetricsTest {
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("metricsRefreshInterval");
     }
     assertThat(RelayBuilder.DEFAULT_METRICS_REFRESH_INTERVAL).isEqualTo(Duration.ofSeconds(10));
+  }
+
+  @Test
+  void aStreamLostFromRedisCountsItsRepublishedRowsAsRepairs() throws Exception {
+    String topic = "lost";
+    RestartableRedis server = env.privateRedis();
+    RedisClient redis = env.newRedisClient(server.uri());
+    MeterRegistry registry = new SimpleMeterRegistry();
+    AtomicLong heard = new AtomicLong();
+    String key = StreamFormat.streamKey(env.keyPrefix(), topic, 0);
+    try (Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+        .topic(topic).meterRegistry(registry).listener(new RelayListener() {
+          @Override
+          public void streamLost(ShardId shard, long republished) {
+            heard.addAndGet(republished);
+          }
+        }).build()) {
+      RelayTestSupport.append(env, topic, 50);
+      relay.relayOnce();
+      redis.del(key);
+      RelayTestSupport.append(env, topic, 5);
+      relay.relayOnce();
+      relay.relayOnce();
+
+      assertThat(redis.xlen(key)).isEqualTo(55);
+      assertThat(heard.get()).isEqualTo(50); // the user's listener is still called, with the same figure
+      Tags shard = Tags.of("topic", topic, "shard", "0");
+      assertThat(registry.get("handoff.relay.repairs").tags(shard).tag("kind", "stream_lost").counter().count())
+          .isEqualTo(50);
+    }
+  }
+
+  @Test
+  void aFailedRefreshKeepsTheLastValuesAndLogsAWarning() throws Exception {
+    String topic = "unreachable";
+    RestartableRedis server = env.privateRedis();
+    RedisClient redis = env.newRedisClient(server.uri());
+    MeterRegistry registry = new SimpleMeterRegistry();
+    Tags shard = Tags.of("topic", topic, "shard", "0");
+    try (LogCapture logs = LogCapture.start();
+        Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+            .topic(topic).meterRegistry(registry).metricsRefreshInterval(Duration.ofMillis(50)).build()) {
+      RelayTestSupport.append(env, topic, 3);
+      relay.relayOnce();
+      RelayTestKit.refreshMetricsNow(relay);
+      assertThat(registry.get("handoff.stream.length").tags(shard).gauge().value()).isEqualTo(3);
+
+      server.stop();
+      assertThatThrownBy(() -> RelayTestKit.refreshMetricsNow(relay)).isInstanceOf(RuntimeException.class);
+      await().atMost(Duration.ofSeconds(10)).until(() -> logs.warnings().stream()
+          .anyMatch(l -> l.contains("refresh failed, the gauges keep their last values")));
+      assertThat(registry.get("handoff.stream.length").tags(shard).gauge().value()).isEqualTo(3);
+      server.startAgain();
+    }
   }
 
   private static boolean threadAlive(String name) {

@@ -40,7 +40,10 @@ import redis.clients.jedis.UnifiedJedis;
  */
 public final class RelayMetrics implements RelayListener {
 
-  /** The most unpublished rows one shard's depth query counts: past it the gauge is a lower bound. */
+  /**
+   * The most unpublished rows one shard's depth query counts: past it the gauge is a lower bound. The consumers'
+   * default status scan limit, for the same reason: a refresh must cost the same on a huge backlog.
+   */
   public static final int DEPTH_SCAN_LIMIT = 10_000;
 
   private final MeterRegistry registry;
@@ -74,7 +77,8 @@ public final class RelayMetrics implements RelayListener {
         metrics.meters(id); // registered at 0 from the start, so that a rate or an alert has a series to read
       }
     }
-    Runnable refresh = () -> metrics.refresh(config, dataSource, redis);
+    DataSource db = Statements.sessionFree(dataSource); // unnamed statements, as the relay's own (PgBouncer)
+    Runnable refresh = () -> metrics.refresh(config, db, redis);
     relay.attachMetrics(new MetricsRefresher("relay-" + config.owner(), interval, refresh));
     return relay;
   }
