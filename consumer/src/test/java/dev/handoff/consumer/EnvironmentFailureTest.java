@@ -15,6 +15,7 @@ import java.time.Instant;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.BiConsumer;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import redis.clients.jedis.resps.StreamPendingEntry;
@@ -40,47 +41,36 @@ class EnvironmentFailureTest {
   @EnumSource(Transport.class)
   void aGrantRevokedMidRunPausesTheConsumerCountsNoDeliveryAndDeadLettersNothing(Transport transport)
       throws Exception {
-    Fixture f = new Fixture(env, "revoke-" + transport.name().toLowerCase());
-    String group = "revoke-" + transport.name().toLowerCase();
-    OutcomeCounts events = new OutcomeCounts();
-    try (ConsumerRole role = new ConsumerRole(env);
-        Relay relay = TransportSide.relay(env, f.topic, transport).build();
-        HandoffConsumer consumer = consumer(transport, f, group, role, events)) {
-      List<UUID> first = ids(TransportSide.append(env, f.topic, BEFORE, i -> "before"));
-      TransportSide.publishAll(env, relay);
-      consumer.start();
-      ConsumerTestKit.awaitProcessed(consumer, first, Duration.ofSeconds(20));
-
-      env.execute("REVOKE INSERT ON " + f.effects + " FROM " + role.name);
-      List<UUID> during = ids(TransportSide.append(env, f.topic, DURING, i -> "during"));
-      TransportSide.publishAll(env, relay);
-      PausedWorker pause = awaitLongPause(consumer);
-      assertThat(pause.reason()).contains("permission denied");
-      assertUncounted(transport, f, group);
-
-      env.execute("GRANT INSERT ON " + f.effects + " TO " + role.name);
-      ConsumerTestKit.awaitProcessed(consumer, during, Duration.ofSeconds(30));
-      // the worker reports its resumption after the step that committed returns: wait for it, not for the commit
-      ConsumerTestKit.await("the worker resumed", Duration.ofSeconds(30), () -> events.resumed.get() == 1);
-
-      assertThat(consumer.status().paused()).isEmpty();
-      assertThat(consumer.status().deadLetters()).isZero();
-      assertThat(f.effectCount(group)).isEqualTo(BEFORE + DURING);
-      assertThat(f.doubleEffects(group)).isZero();
-      assertThat(f.inboxCount(group, "processed")).isEqualTo(BEFORE + DURING);
-      assertThat(events.failed).hasValue(0);
-      assertThat(events.deadLettered).hasValue(0);
-      assertThat(events.paused).hasValue(1);
-      assertThat(events.resumed).hasValue(1);
-    }
+    outageMidRun(transport, "revoke", "permission denied",
+        (f, role) -> env.execute("REVOKE INSERT ON " + f.effects + " FROM " + role.name),
+        (f, role) -> env.execute("GRANT INSERT ON " + f.effects + " TO " + role.name),
+        BEFORE + DURING);
   }
 
   @ParameterizedTest
   @EnumSource(Transport.class)
   void aTableDroppedAndRecreatedMidRunPausesTheConsumerCountsNoDeliveryAndDeadLettersNothing(Transport transport)
       throws Exception {
-    Fixture f = new Fixture(env, "drop-" + transport.name().toLowerCase());
-    String group = "drop-" + transport.name().toLowerCase();
+    outageMidRun(transport, "drop", "does not exist",
+        (f, role) -> env.execute("DROP TABLE " + f.effects),
+        (f, role) -> {
+          env.execute("CREATE TABLE " + f.effects
+              + " (id bigserial PRIMARY KEY, consumer_group text NOT NULL, message_id uuid NOT NULL, tag text)");
+          role.grantAll();
+        },
+        DURING); // the first ones' rows went with the dropped table
+  }
+
+  /**
+   * {@value #BEFORE} messages handled; the environment broken; {@value #DURING} more published and held through a
+   * long pause that counts nothing; the environment mended; then every message handled once, nothing dead-lettered,
+   * one pause and one resumption.
+   */
+  private void outageMidRun(Transport transport, String name, String reason,
+      BiConsumer<Fixture, ConsumerRole> breakIt, BiConsumer<Fixture, ConsumerRole> mendIt, long effectsAfter)
+      throws Exception {
+    Fixture f = new Fixture(env, name + "-" + transport.name().toLowerCase());
+    String group = name + "-" + transport.name().toLowerCase();
     OutcomeCounts events = new OutcomeCounts();
     try (ConsumerRole role = new ConsumerRole(env);
         Relay relay = TransportSide.relay(env, f.topic, transport).build();
@@ -90,23 +80,21 @@ class EnvironmentFailureTest {
       consumer.start();
       ConsumerTestKit.awaitProcessed(consumer, first, Duration.ofSeconds(20));
 
-      env.execute("DROP TABLE " + f.effects);
+      breakIt.accept(f, role);
       List<UUID> during = ids(TransportSide.append(env, f.topic, DURING, i -> "during"));
       TransportSide.publishAll(env, relay);
       PausedWorker pause = awaitLongPause(consumer);
-      assertThat(pause.reason()).contains("does not exist");
+      assertThat(pause.reason()).contains(reason);
       assertUncounted(transport, f, group);
 
-      env.execute("CREATE TABLE " + f.effects
-          + " (id bigserial PRIMARY KEY, consumer_group text NOT NULL, message_id uuid NOT NULL, tag text)");
-      role.grantAll();
+      mendIt.accept(f, role);
       ConsumerTestKit.awaitProcessed(consumer, during, Duration.ofSeconds(30));
       // the worker reports its resumption after the step that committed returns: wait for it, not for the commit
       ConsumerTestKit.await("the worker resumed", Duration.ofSeconds(30), () -> events.resumed.get() == 1);
 
       assertThat(consumer.status().paused()).isEmpty();
       assertThat(consumer.status().deadLetters()).isZero();
-      assertThat(f.effectCount(group)).isEqualTo(DURING); // the first ones' rows went with the dropped table
+      assertThat(f.effectCount(group)).isEqualTo(effectsAfter);
       assertThat(f.doubleEffects(group)).isZero();
       assertThat(f.inboxCount(group, "processed")).isEqualTo(BEFORE + DURING);
       assertThat(events.failed).hasValue(0);
