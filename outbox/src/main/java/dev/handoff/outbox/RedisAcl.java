@@ -23,7 +23,7 @@ import java.util.stream.Collectors;
  *   <li>every component: {@code +evalsha +eval} (scripts run by SHA, sent whole once when Redis does not know them;
  *       a script runs with the caller's permissions, so {@code +eval} grants no command the rule does not) and
  *       {@code +ping} (Jedis's pool checks idle connections with it);</li>
- *   <li>every component also {@code +client|setname}, which the command-line tools ({@code handoff-relay}, the
+ *   <li>every component also {@code +client|setname}, which the command-line tools ({@code handoff.jar}, the
  *       sample ledger's {@code consume} and {@code status}) send to name their connections;</li>
  *   <li>no Pub/Sub channel, no other key, no administrative command. A Redis database other than 0 needs
  *       {@code +select} as well.</li>

@@ -7,7 +7,7 @@ import dev.handoff.ledger.bench.Bench;
 import dev.handoff.ledger.bench.BenchReport;
 import dev.handoff.ledger.bench.Soak;
 import dev.handoff.ledger.bench.SoakReport;
-import dev.handoff.outbox.cli.Connections;
+import dev.handoff.cli.Connections;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;

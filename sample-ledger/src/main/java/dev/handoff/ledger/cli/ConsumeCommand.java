@@ -7,7 +7,7 @@ import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.NaiveConsumer;
 import dev.handoff.outbox.Transport;
-import dev.handoff.outbox.cli.Signals;
+import dev.handoff.cli.Signals;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;

@@ -6,7 +6,7 @@ import dev.handoff.ledger.EmbeddedServers;
 import dev.handoff.ledger.LedgerMigrations;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.cli.Connections;
+import dev.handoff.cli.Connections;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;

@@ -1,7 +1,7 @@
 package dev.handoff.ledger.cli;
 
-import dev.handoff.outbox.cli.CommandLines;
-import dev.handoff.outbox.cli.Connections;
+import dev.handoff.cli.CommandLines;
+import dev.handoff.cli.Connections;
 import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;

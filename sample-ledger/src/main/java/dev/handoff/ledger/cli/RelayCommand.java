@@ -6,7 +6,7 @@ import dev.handoff.ledger.PaymentEvents;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.Transport;
-import dev.handoff.outbox.cli.Signals;
+import dev.handoff.cli.Signals;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;

@@ -1,4 +1,4 @@
-package dev.handoff.outbox.cli;
+package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.migrations.HandoffMigrations;
@@ -6,12 +6,10 @@ import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.TopicConfig;
 import java.nio.file.Path;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -26,46 +24,29 @@ import redis.clients.jedis.RedisClient;
 /**
  * The relay as a process of its own, to run next to an application:
  *
- * <pre>java -jar handoff-relay.jar --jdbc-url jdbc:postgresql://db/app?user=app --redis-url redis://cache:6379 \
+ * <pre>java -jar handoff.jar relay --jdbc-url jdbc:postgresql://db/app?user=app --redis-url redis://cache:6379 \
  *     --topics payments:4,refunds</pre>
- *
- * <p>{@code handoff-relay.jar grants --role relay --to ROLE_NAME [--apply --jdbc-url ...]} prints or applies the
- * database grants of one of handoff's roles ({@link GrantsCommand}).
  *
  * <p>SIGTERM (or Ctrl-C) stops taking new work, publishes what was already assigned within the drain timeout,
  * releases the leases and exits 0. SIGKILL is safe too: another relay, or this one restarted, takes over after the
  * lease TTL and nothing is lost or added twice.
  */
-@Command(name = "handoff-relay", mixinStandardHelpOptions = true, sortOptions = false,
-    description = "Publishes committed outbox rows to Redis Streams (or lists), exactly once per row.",
-    subcommands = GrantsCommand.class)
-public final class RelayCommand implements Callable<Integer> {
+@Command(name = "relay", mixinStandardHelpOptions = true, sortOptions = false,
+    description = "Publishes committed outbox rows to Redis Streams (or lists), exactly once per row.")
+final class RelayCommand implements Callable<Integer> {
 
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;
 
-  @Option(names = "--jdbc-url", defaultValue = "${env:HANDOFF_JDBC_URL}",
-      description = "PostgreSQL JDBC URL, user and password as parameters (env HANDOFF_JDBC_URL)")
-  String jdbcUrl;
-
-  @Option(names = "--redis-url", defaultValue = "${env:HANDOFF_REDIS_URL:-redis://127.0.0.1:6379}",
-      description = "redis[s]://[[user]:password@]host[:port][/db] (env HANDOFF_REDIS_URL; default ${DEFAULT-VALUE})")
-  String redisUrl;
+  @Mixin
+  DatabaseOptions database;
 
   @Mixin
-  RedisTlsOptions redisTls;
+  RedisOptions redis;
 
   @Option(names = "--topics", defaultValue = "${env:HANDOFF_TOPICS}", split = ",",
       description = "topics to publish, each name or name:shards (env HANDOFF_TOPICS, comma-separated)")
   List<String> topics;
-
-  @Option(names = "--schema", defaultValue = "${env:HANDOFF_SCHEMA:-handoff}",
-      description = "schema of handoff's tables (env HANDOFF_SCHEMA; default ${DEFAULT-VALUE})")
-  String schema;
-
-  @Option(names = "--key-prefix", defaultValue = "${env:HANDOFF_KEY_PREFIX:-handoff}",
-      description = "Redis key prefix (env HANDOFF_KEY_PREFIX; default ${DEFAULT-VALUE})")
-  String keyPrefix;
 
   @Option(names = "--lease-ttl", defaultValue = "${env:HANDOFF_LEASE_TTL:-PT10S}",
       description = "lease lifetime, ISO-8601 (env HANDOFF_LEASE_TTL; default ${DEFAULT-VALUE})")
@@ -84,11 +65,6 @@ public final class RelayCommand implements Callable<Integer> {
       description = "with --transport list: elements per shard waiting or in processing at most"
           + " (env HANDOFF_LIST_CAPACITY; default ${DEFAULT-VALUE})")
   int listCapacity;
-
-  @Option(names = "--connect-timeout", defaultValue = "${env:HANDOFF_CONNECT_TIMEOUT:-30s}",
-      description = "how long to wait at startup for a PostgreSQL or Redis that refuses or does not answer, e.g."
-          + " 30s or PT30S (env HANDOFF_CONNECT_TIMEOUT; default ${DEFAULT-VALUE})")
-  Duration connectTimeout;
 
   @Option(names = "--notification-jdbc-url", defaultValue = "${env:HANDOFF_NOTIFICATION_JDBC_URL}",
       description = "a direct PostgreSQL JDBC URL for the relay's LISTEN connection, when --jdbc-url goes through a"
@@ -119,29 +95,8 @@ public final class RelayCommand implements Callable<Integer> {
     return LoggerFactory.getLogger(RelayCommand.class);
   }
 
-  public static void main(String[] args) {
-    System.exit(run(args));
-  }
-
-  static int run(String... args) {
-    if (System.getProperty("logback.configurationFile") == null) {
-      System.setProperty("logback.configurationFile", "dev/handoff/outbox/cli/logback-cli.xml");
-    }
-    System.setProperty("org.jooq.no-logo", "true");
-    return commandLine().execute(args);
-  }
-
-  /** The command line with its subcommands; a failure prints one masked line and exits 2. */
-  static CommandLine commandLine() {
-    return CommandLines.configure(new CommandLine(new RelayCommand()), "handoff-relay",
-        e -> e.getMessage() != null ? e.getMessage() : e.toString());
-  }
-
   @Override
   public Integer call() throws InterruptedException {
-    if (jdbcUrl == null || jdbcUrl.isBlank()) {
-      throw new CommandLine.ParameterException(spec.commandLine(), "--jdbc-url or HANDOFF_JDBC_URL is required");
-    }
     if (topics == null || topics.isEmpty()) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--topics or HANDOFF_TOPICS is required");
     }
@@ -153,17 +108,17 @@ public final class RelayCommand implements Callable<Integer> {
     List<TopicConfig> topicConfigs = parseTopics(topics);
     CountDownLatch stop = Signals.termination();
 
-    try (HikariDataSource db = Connections.database(jdbcUrl, 4, "handoff-relay", connectTimeout);
+    try (HikariDataSource db = database.open(spec, 4, "handoff-relay");
         HikariDataSource listenDb = notificationJdbcUrl == null || notificationJdbcUrl.isBlank() ? null
-            : Connections.database(notificationJdbcUrl, 1, "handoff-relay-listen", connectTimeout);
-        RedisClient redis = Connections.redis(redisTls.spec(redisUrl), 8, connectTimeout)) {
+            : Connections.database(notificationJdbcUrl, 1, "handoff-relay-listen", database.connectTimeout());
+        RedisClient client = redis.open(8, database.connectTimeout())) {
       if (migrate) {
-        HandoffMigrations.migrate(db, schema);
+        HandoffMigrations.migrate(db, database.schema());
       }
-      requireMigrated(db);
-      RelayBuilder builder = Relay.builder(db, redis)
-          .schema(schema)
-          .keyPrefix(keyPrefix)
+      database.requireMigrated(db);
+      RelayBuilder builder = Relay.builder(db, client)
+          .schema(database.schema())
+          .keyPrefix(redis.keyPrefix())
           .leaseTtl(leaseTtl)
           .drainTimeout(drainTimeout)
           .idlePollInterval(idlePollInterval)
@@ -177,8 +132,7 @@ public final class RelayCommand implements Callable<Integer> {
       topicConfigs.forEach(builder::topic);
       Relay relay = builder.build();
       relay.start();
-      log().info("relay running against {} and {}; SIGTERM to stop", Connections.mask(jdbcUrl),
-          Connections.mask(redisUrl));
+      log().info("relay running against {} and {}; SIGTERM to stop", database.maskedUrl(), redis.maskedUrl());
       HealthFile health = healthFile == null ? null : new HealthFile(healthFile);
       do {
         if (health != null) {
@@ -192,20 +146,6 @@ public final class RelayCommand implements Callable<Integer> {
       log().info("relay stopped{}", drained ? "" : " (some assigned rows are left for the next owner)");
       return 0;
     }
-  }
-
-  /** A relay on a schema without handoff's tables would fail every cycle for ever: it exits at once instead. */
-  private void requireMigrated(HikariDataSource db) {
-    Optional<String> missing;
-    try {
-      missing = HandoffMigrations.missingTable(db, schema);
-    } catch (SQLException e) {
-      throw new IllegalStateException("could not inspect schema '" + schema + "': " + e.getMessage(), e);
-    }
-    missing.ifPresent(table -> {
-      throw new IllegalStateException("schema '" + schema + "' has no table '" + table + "': apply handoff's"
-          + " migrations first (--migrate), or pass the right --schema");
-    });
   }
 
   static List<TopicConfig> parseTopics(List<String> specs) {

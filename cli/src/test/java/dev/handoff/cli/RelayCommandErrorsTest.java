@@ -1,4 +1,4 @@
-package dev.handoff.outbox.cli;
+package dev.handoff.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
 /**
- * Every mistake a user can make with {@code handoff-relay} is one line on stderr and exit 2: a usage error points to
+ * Every mistake a user can make with {@code handoff relay} is one line on stderr and exit 2: a usage error points to
  * {@code --help}, a setting is named by its option, a duration says what it expects, an unmigrated schema stops the
  * relay at once instead of failing every cycle, and a password never shows while the reason always does.
  */
@@ -30,10 +30,12 @@ class RelayCommandErrorsTest {
   private static Run run(String... args) {
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
-    CommandLine cli = RelayCommand.commandLine();
+    CommandLine cli = HandoffCommand.commandLine();
     cli.setOut(new PrintWriter(out, true));
     cli.setErr(new PrintWriter(err, true));
-    int exit = cli.execute(args);
+    List<String> line = new java.util.ArrayList<>(List.of("relay"));
+    line.addAll(List.of(args));
+    int exit = cli.execute(line.toArray(String[]::new));
     return new Run(exit, out.toString(), err.toString().lines().toList());
   }
 
@@ -53,11 +55,11 @@ class RelayCommandErrorsTest {
 
   @Test
   void aUsageErrorIsOneLineThatPointsToHelp() {
-    assertOneLine(run("--bogus"), "handoff-relay: Unknown option: '--bogus' (see handoff-relay --help)");
+    assertOneLine(run("--bogus"), "handoff: Unknown option: '--bogus' (see handoff relay --help)");
     assertOneLine(run("--topics", "orders"),
-        "handoff-relay: --jdbc-url or HANDOFF_JDBC_URL is required (see handoff-relay --help)");
+        "handoff: --jdbc-url or HANDOFF_JDBC_URL is required (see handoff relay --help)");
     assertOneLine(run(connected("--transport", "kafka")),
-        "handoff-relay: --transport must be stream or list, was 'kafka' (see handoff-relay --help)");
+        "handoff: --transport must be stream or list, was 'kafka' (see handoff relay --help)");
   }
 
   @Test
@@ -65,7 +67,7 @@ class RelayCommandErrorsTest {
     Run r = run("--lease-ttl", "ten seconds", "--topics", "orders");
     assertThat(r.exit()).isEqualTo(2);
     assertThat(r.err()).singleElement().asString()
-        .startsWith("handoff-relay: Invalid value for option '--lease-ttl': 'ten seconds' is not a duration:"
+        .startsWith("handoff: Invalid value for option '--lease-ttl': 'ten seconds' is not a duration:"
             + " expected a number with ms, s, m, h or d (500ms, 10s, 2m) or ISO-8601 (PT10S)");
     assertThat(CommandLines.duration("500ms")).isEqualTo(Duration.ofMillis(500));
     assertThat(CommandLines.duration("10s")).isEqualTo(Duration.ofSeconds(10));
@@ -76,14 +78,14 @@ class RelayCommandErrorsTest {
   @Test
   void aSettingTheRelayRefusesIsNamedByItsOption() {
     assertOneLine(run(connected("--schema", env.schema(), "--lease-ttl", "100ms")),
-        "handoff-relay: --lease-ttl must be at least 300 ms, was PT0.1S");
+        "handoff: --lease-ttl must be at least 300 ms, was PT0.1S");
   }
 
   @Test
   void aSchemaWithoutHandoffsTablesStopsTheRelayAtOnce() {
     assertOneLine(run(connected("--schema", "no_such_schema")),
-        "handoff-relay: schema 'no_such_schema' has no table 'outbox': apply handoff's migrations first"
-            + " (--migrate), or pass the right --schema");
+        "handoff: schema 'no_such_schema' has no table 'outbox': apply handoff's migrations first"
+            + " (handoff migrate, or relay --migrate), or pass the right --schema");
   }
 
   @Test
@@ -92,7 +94,7 @@ class RelayCommandErrorsTest {
         "orders", "--connect-timeout", "0s");
     assertThat(r.exit()).isEqualTo(2);
     assertThat(r.err()).singleElement().asString()
-        .startsWith("handoff-relay: cannot connect to PostgreSQL at"
+        .startsWith("handoff: cannot connect to PostgreSQL at"
             + " jdbc:postgresql://127.0.0.1:1/nowhere?user=app&password=***: ")
         .contains("refused")
         .doesNotContain("hunter2");

@@ -1,4 +1,4 @@
-package dev.handoff.outbox.cli;
+package dev.handoff.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

@@ -1,4 +1,4 @@
-package dev.handoff.outbox.cli;
+package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;

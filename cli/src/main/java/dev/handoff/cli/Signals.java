@@ -1,4 +1,4 @@
-package dev.handoff.outbox.cli;
+package dev.handoff.cli;
 
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;

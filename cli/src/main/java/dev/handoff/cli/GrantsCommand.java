@@ -1,4 +1,4 @@
-package dev.handoff.outbox.cli;
+package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.migrations.HandoffGrants;
@@ -12,11 +12,11 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code handoff-relay grants}: prints the least-privilege grants of one of handoff's roles for a database role of
+ * {@code handoff grants}: prints the least-privilege grants of one of handoff's roles for a database role of
  * yours, or applies them ({@link HandoffGrants}).
  *
- * <pre>java -jar handoff-relay.jar grants --role relay --to relay_svc
- * java -jar handoff-relay.jar grants --role relay --to relay_svc --apply \
+ * <pre>java -jar handoff.jar grants --role relay --to relay_svc
+ * java -jar handoff.jar grants --role relay --to relay_svc --apply \
  *     --jdbc-url jdbc:postgresql://db/app?user=owner</pre>
  */
 @Command(name = "grants", mixinStandardHelpOptions = true, sortOptions = false,

@@ -1,4 +1,4 @@
-package dev.handoff.outbox.cli;
+package dev.handoff.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -11,7 +11,7 @@ import java.io.StringWriter;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
-/** {@code handoff-relay grants}: prints a role's grants as the API renders them, or applies them. */
+/** {@code handoff grants}: prints a role's grants as the API renders them, or applies them. */
 @HandoffTest
 class GrantsCommandTest {
 
@@ -26,7 +26,7 @@ class GrantsCommandTest {
   private static Run run(String... args) {
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
-    CommandLine cli = RelayCommand.commandLine();
+    CommandLine cli = HandoffCommand.commandLine();
     cli.setOut(new PrintWriter(out, true));
     cli.setErr(new PrintWriter(err, true));
     int exit = cli.execute(args);

@@ -1,4 +1,4 @@
-package dev.handoff.outbox.cli;
+package dev.handoff.cli;
 
 import dev.handoff.outbox.Health;
 import java.io.IOException;

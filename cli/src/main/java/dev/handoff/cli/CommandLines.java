@@ -1,4 +1,4 @@
-package dev.handoff.outbox.cli;
+package dev.handoff.cli;
 
 import java.lang.reflect.Field;
 import java.time.Duration;

@@ -1,4 +1,4 @@
-package dev.handoff.outbox.relay;
+package dev.handoff.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -12,6 +12,7 @@ import dev.handoff.testing.TestEnvironment;
 import dev.handoff.testing.TlsRedis;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -98,7 +99,7 @@ class RelayTlsProcessTest {
     Process p = pb.start();
     assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
     assertThat(p.exitValue()).isEqualTo(2);
-    assertThat(Files.readAllLines(err)).containsExactly("handoff-relay: cannot connect to Redis at rediss://:***@"
+    assertThat(Files.readAllLines(err)).containsExactly("handoff: cannot connect to Redis at rediss://:***@"
         + "127.0.0.1:" + server.port() + "/0: TLS: the server's certificate is not trusted (not signed by a CA in "
         + other.caCertificate() + ")");
   }
@@ -106,7 +107,12 @@ class RelayTlsProcessTest {
   private void appendAll(String topic) throws Exception {
     List<Message> messages = IntStream.range(0, MESSAGES)
         .mapToObj(i -> Message.builder(topic, "order.placed").payload("m" + i).build()).toList();
-    RelayTestSupport.appendAll(env, Outbox.builder().schema(env.schema()).build(), messages);
+    Outbox outbox = Outbox.builder().schema(env.schema()).build();
+    try (Connection tx = env.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      outbox.appendAll(tx, messages);
+      tx.commit();
+    }
   }
 
   private void assertPublishedAndStopped(Process relay, TlsRedis target, String topic) throws Exception {
@@ -138,7 +144,8 @@ class RelayTlsProcessTest {
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.add("-cp");
     command.add(System.getProperty("java.class.path"));
-    command.add("dev.handoff.outbox.cli.RelayCommand");
+    command.add("dev.handoff.cli.HandoffCommand");
+    command.add("relay");
     command.addAll(List.of(args));
     return new ProcessBuilder(command);
   }
