@@ -61,7 +61,7 @@ class HandoffCommandTest {
     Run r = run();
     assertThat(r.exit()).isEqualTo(2);
     assertThat(r.err()).singleElement().asString()
-        .startsWith("handoff: a command is required: relay, migrate, grants");
+        .startsWith("handoff: a command is required: relay, status, migrate, grants");
   }
 
   @Test

@@ -66,7 +66,7 @@ record DemoReplay(LedgerServers servers, Demo.Config config, TimedLog log) {
           perShard.add(new ArrayList<>());
         }
         while (rs.next()) {
-          // handoff's own reader of the headers column: this package's Json only writes
+          // handoff's own reader of the headers column: the command line's Json only writes
           StreamMessage m = new StreamMessage(rs.getObject(2, UUID.class), rs.getLong(1), PaymentEvents.TOPIC,
               rs.getString(5), rs.getString(4), dev.handoff.outbox.internal.Json.readStringMap(rs.getString(7)),
               rs.getTimestamp(8).toInstant(), rs.getBytes(6));

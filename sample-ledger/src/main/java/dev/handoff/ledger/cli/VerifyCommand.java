@@ -1,7 +1,7 @@
 package dev.handoff.ledger.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.handoff.ledger.Json;
+import dev.handoff.cli.Json;
 import dev.handoff.ledger.LedgerAudit;
 import dev.handoff.ledger.LedgerConsumer;
 import java.io.PrintWriter;

@@ -1,4 +1,4 @@
-package dev.handoff.ledger;
+package dev.handoff.cli;
 
 import java.util.Collection;
 import java.util.Map;

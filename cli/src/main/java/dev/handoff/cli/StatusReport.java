@@ -1,0 +1,183 @@
+package dev.handoff.cli;
+
+import dev.handoff.consumer.ConsumerStatus;
+import dev.handoff.consumer.ListStatus;
+import dev.handoff.consumer.TopicStatus;
+import dev.handoff.outbox.Transport;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/** A {@link TopicStatus} as {@code handoff status} shows it: tables for people, or a JSON-ready map. */
+final class StatusReport {
+
+  private StatusReport() {}
+
+  /** The topic's tables: the producer and relay side per shard, then one block per group. */
+  static List<String> lines(TopicStatus t) {
+    List<String> out = new ArrayList<>();
+    out.add("topic " + t.topic() + ": " + t.shards().size() + " shard" + (t.shards().size() == 1 ? "" : "s") + ", "
+        + (t.transports().isEmpty() ? "nothing published yet" : t.transports().stream()
+            .map(x -> x.name().toLowerCase(java.util.Locale.ROOT)).sorted().toList().toString()) + ", outbox depth "
+        + String.format("%,d", t.outboxDepth()) + ", oldest unpublished " + age(t.oldestUnpublishedAge()));
+    out.add(String.format("  %-5s %12s %12s  %-36s %6s %-8s %10s  %-24s %-24s", "shard", "outbox depth",
+        "oldest unpub", "relay lease owner", "epoch", "lease", "stream len", "first entry (age)", "last entry (age)"));
+    for (TopicStatus.ShardStatus s : t.shards()) {
+      out.add(String.format("  %-5d %,12d %12s  %-36s %6d %-8s %,10d  %-24s %-24s", s.shard(), s.outboxDepth(),
+          age(s.oldestUnpublishedAge()), s.leaseOwner() == null ? "-" : s.leaseOwner(), s.leaseEpoch(),
+          s.leaseOwner() == null ? "-" : s.leaseLive() ? "live" : "expired", s.streamLength(),
+          entry(s.firstEntryId(), s.firstEntryAge()), entry(s.lastEntryId(), s.lastEntryAge())));
+    }
+    if (t.streamGroups().isEmpty() && t.transports().contains(Transport.STREAM)) {
+      out.add("  no consumer groups on the streams");
+    }
+    for (ConsumerStatus g : t.streamGroups()) {
+      out.add(String.format("  group %s: backlog %,d%s (never delivered), pending %,d (delivered, not"
+          + " acknowledged), oldest pending %s, dead letters %,d", g.group(), g.backlog(),
+          g.streams().stream().allMatch(ConsumerStatus.StreamStatus::backlogExact) ? "" : "+", g.pending(),
+          age(oldestPending(g)), g.deadLetters()));
+      for (ConsumerStatus.StreamStatus s : g.streams()) {
+        out.add(String.format("    %-28s backlog %,d%s, pending %,d, consumers %s, deliveries %s", s.streamKey(),
+            s.backlog(), s.backlogExact() ? "" : "+", s.pending(), new TreeMap<>(s.consumers()),
+            s.deliveryHistogram()));
+      }
+    }
+    for (ListStatus g : t.listGroups()) {
+      out.add(String.format("  list group %s: waiting %,d, in processing %,d, dead letters %,d", g.group(),
+          g.waiting(), g.inProcessing(), g.deadLetters()));
+      for (ListStatus.ShardStatus s : g.shards()) {
+        out.add(String.format("    %-33s waiting %,d, in processing %s, oldest in processing %s, capacity %s",
+            s.listKey(), s.waiting(), new TreeMap<>(s.processing()), age(s.oldestInProcessingAge()),
+            s.capacity() < 0 ? "unknown" : String.format("%,d", s.capacity())));
+      }
+    }
+    return out;
+  }
+
+  /** The topic as nested maps and lists, durations in milliseconds, for {@code --json}. */
+  static Map<String, Object> toMap(TopicStatus t) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("topic", t.topic());
+    m.put("at", t.at().toString());
+    m.put("transports", t.transports().stream().map(x -> x.name().toLowerCase(java.util.Locale.ROOT)).sorted()
+        .toList());
+    m.put("outboxDepth", t.outboxDepth());
+    m.put("oldestUnpublishedMillis", millis(t.oldestUnpublishedAge()));
+    List<Object> shards = new ArrayList<>();
+    for (TopicStatus.ShardStatus s : t.shards()) {
+      Map<String, Object> x = new LinkedHashMap<>();
+      x.put("shard", s.shard());
+      x.put("outboxDepth", s.outboxDepth());
+      x.put("oldestUnpublishedMillis", millis(s.oldestUnpublishedAge()));
+      Map<String, Object> lease = new LinkedHashMap<>();
+      lease.put("owner", s.leaseOwner());
+      lease.put("epoch", s.leaseEpoch());
+      lease.put("expiresAt", s.leaseExpiresAt() == null ? null : s.leaseExpiresAt().toString());
+      lease.put("live", s.leaseLive());
+      x.put("lease", lease);
+      Map<String, Object> stream = new LinkedHashMap<>();
+      stream.put("key", s.streamKey());
+      stream.put("exists", s.streamExists());
+      stream.put("length", s.streamLength());
+      stream.put("firstEntryId", s.firstEntryId());
+      stream.put("firstEntryAgeMillis", millis(s.firstEntryAge()));
+      stream.put("lastEntryId", s.lastEntryId());
+      stream.put("lastEntryAgeMillis", millis(s.lastEntryAge()));
+      x.put("stream", stream);
+      shards.add(x);
+    }
+    m.put("shards", shards);
+    List<Object> groups = new ArrayList<>();
+    for (ConsumerStatus g : t.streamGroups()) {
+      Map<String, Object> x = new LinkedHashMap<>();
+      x.put("group", g.group());
+      x.put("backlog", g.backlog());
+      x.put("backlogExact", g.streams().stream().allMatch(ConsumerStatus.StreamStatus::backlogExact));
+      x.put("pending", g.pending());
+      x.put("oldestPendingMillis", millis(oldestPending(g)));
+      x.put("deadLetters", g.deadLetters());
+      List<Object> streams = new ArrayList<>();
+      for (ConsumerStatus.StreamStatus s : g.streams()) {
+        Map<String, Object> y = new LinkedHashMap<>();
+        y.put("key", s.streamKey());
+        y.put("lastDeliveredId", s.lastDeliveredId());
+        y.put("backlog", s.backlog());
+        y.put("backlogExact", s.backlogExact());
+        y.put("pending", s.pending());
+        y.put("oldestPendingId", s.oldestPendingId());
+        y.put("oldestPendingMillis", millis(s.oldestPendingAge()));
+        y.put("consumers", new TreeMap<>(s.consumers()));
+        Map<String, Object> histogram = new LinkedHashMap<>();
+        s.deliveryHistogram().forEach((deliveries, n) -> histogram.put(String.valueOf(deliveries), n));
+        y.put("deliveryHistogram", histogram);
+        streams.add(y);
+      }
+      x.put("streams", streams);
+      groups.add(x);
+    }
+    m.put("groups", groups);
+    List<Object> lists = new ArrayList<>();
+    for (ListStatus g : t.listGroups()) {
+      Map<String, Object> x = new LinkedHashMap<>();
+      x.put("group", g.group());
+      x.put("waiting", g.waiting());
+      x.put("inProcessing", g.inProcessing());
+      x.put("deadLetters", g.deadLetters());
+      List<Object> shardsOfList = new ArrayList<>();
+      for (ListStatus.ShardStatus s : g.shards()) {
+        Map<String, Object> y = new LinkedHashMap<>();
+        y.put("key", s.listKey());
+        y.put("waiting", s.waiting());
+        y.put("processing", new TreeMap<>(s.processing()));
+        y.put("oldestInProcessingMillis", millis(s.oldestInProcessingAge()));
+        y.put("capacity", s.capacity());
+        shardsOfList.add(y);
+      }
+      x.put("shards", shardsOfList);
+      lists.add(x);
+    }
+    m.put("listGroups", lists);
+    return m;
+  }
+
+  private static Duration oldestPending(ConsumerStatus g) {
+    return g.streams().stream().map(ConsumerStatus.StreamStatus::oldestPendingAge).filter(d -> d != null)
+        .max(Duration::compareTo).orElse(null);
+  }
+
+  private static Long millis(Duration d) {
+    return d == null ? null : d.toMillis();
+  }
+
+  private static String entry(String id, Duration age) {
+    return id == null ? "-" : id + " (" + age(age) + ")";
+  }
+
+  /** A short age: 850ms, 12.3s, 4m05s, 3h12m. */
+  static String age(Duration d) {
+    if (d == null) {
+      return "-";
+    }
+    long ms = d.toMillis();
+    if (ms < 1_000) {
+      return ms + "ms";
+    }
+    if (ms < 60_000) {
+      return String.format("%.1fs", ms / 1000.0);
+    }
+    long s = ms / 1000;
+    if (s < 3600) {
+      return String.format("%dm%02ds", s / 60, s % 60);
+    }
+    return String.format("%dh%02dm", s / 3600, (s % 3600) / 60);
+  }
+
+  /** When the report was read, for the watch header. */
+  static String header(Instant at, int topics) {
+    return "handoff status at " + at + " (" + topics + " topic" + (topics == 1 ? "" : "s") + ")";
+  }
+}
