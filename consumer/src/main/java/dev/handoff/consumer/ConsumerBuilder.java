@@ -11,7 +11,10 @@ import dev.handoff.outbox.internal.Statements;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Collection;
+import java.util.LinkedHashSet;
 import java.util.Objects;
+import java.util.Set;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
 import javax.sql.DataSource;
@@ -39,6 +42,7 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
 
   final DataSource dataSource;
   final HostAndPort redis;
+  Set<HostAndPort> redisCluster = Set.of();
   JedisClientConfig redisConfig = DefaultJedisClientConfig.builder().build();
   String schema = HandoffMigrations.DEFAULT_SCHEMA;
   String keyPrefix = StreamFormat.DEFAULT_KEY_PREFIX;
@@ -69,6 +73,22 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   }
 
   abstract B self();
+
+  /**
+   * Connect to the Redis Cluster these seed nodes belong to instead of the single server given to {@code builder}
+   * (which is then one seed more). Every key of a shard is in one hash slot (the {@code {topic:shard}} tag), so
+   * every command and script touches one slot; each shard is read on its own ({@code XREADGROUP} cannot span
+   * slots), a blocking read waiting at most 100 ms on one shard before the worker looks at the others again. Set by
+   * {@code builder(dataSource, RedisConnectionSpec)} from a cluster spec. Default: none, a single server.
+   */
+  public B redisCluster(Collection<HostAndPort> seeds) {
+    Set<HostAndPort> nodes = new LinkedHashSet<>(Objects.requireNonNull(seeds, "seeds"));
+    if (!nodes.isEmpty()) {
+      nodes.add(redis);
+    }
+    this.redisCluster = Set.copyOf(nodes);
+    return self();
+  }
 
   /**
    * Credentials, TLS, database and timeouts for the Redis connections handoff opens. handoff always speaks RESP2

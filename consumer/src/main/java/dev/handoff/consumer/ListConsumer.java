@@ -85,7 +85,8 @@ public interface ListConsumer extends HandoffConsumer {
    * later call replaces as a whole.
    */
   static ListConsumerBuilder builder(DataSource dataSource, RedisConnectionSpec redis) {
-    return new ListConsumerBuilder(dataSource, redis.hostAndPort()).redisConfig(redis.clientConfig());
+    return new ListConsumerBuilder(dataSource, redis.hostAndPort()).redisConfig(redis.clientConfig())
+        .redisCluster(redis.clusterNodes());
   }
 
   /**

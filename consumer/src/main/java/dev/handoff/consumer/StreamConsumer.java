@@ -74,7 +74,8 @@ public interface StreamConsumer extends HandoffConsumer {
    * later call replaces as a whole.
    */
   static StreamConsumerBuilder builder(DataSource dataSource, RedisConnectionSpec redis) {
-    return new StreamConsumerBuilder(dataSource, redis.hostAndPort()).redisConfig(redis.clientConfig());
+    return new StreamConsumerBuilder(dataSource, redis.hostAndPort()).redisConfig(redis.clientConfig())
+        .redisCluster(redis.clusterNodes());
   }
 
   /**

@@ -298,7 +298,7 @@ class ListConsumerTest {
     env.redis().lmove(list, processing, ListDirection.LEFT, ListDirection.RIGHT);
     env.redis().lmove(list, processing, ListDirection.LEFT, ListDirection.RIGHT);
     try (ListQueues queues = new ListQueues(new HostAndPort(env.redisUri().getHost(), env.redisUri().getPort()),
-        redis.clients.jedis.DefaultJedisClientConfig.builder().build(), 1, Duration.ofMillis(100),
+        java.util.Set.of(), redis.clients.jedis.DefaultJedisClientConfig.builder().build(), 1, Duration.ofMillis(100),
         Duration.ofSeconds(1))) {
       assertThat(queues.ack(list, processing, List.of(element), List.of(id.toString()))).isEqualTo(1);
       assertThat(env.redis().llen(processing)).isEqualTo(1);

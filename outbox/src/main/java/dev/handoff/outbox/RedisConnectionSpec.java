@@ -4,8 +4,11 @@ import dev.handoff.outbox.internal.PemFiles;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Collection;
+import java.util.LinkedHashSet;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import javax.net.ssl.SSLParameters;
 import javax.net.ssl.SSLSocketFactory;
 import redis.clients.jedis.DefaultJedisClientConfig;
@@ -13,8 +16,10 @@ import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
 
 /**
- * Everything needed to connect to one Redis server: its {@link RedisUrl} (server, login, database, TLS or not) and,
- * for {@code rediss://}, how to trust the server and whether to present a client certificate.
+ * Everything needed to connect to one Redis server, or to a Redis Cluster: its {@link RedisUrl} (server, login,
+ * database, TLS or not) and, for {@code rediss://}, how to trust the server and whether to present a client
+ * certificate. For a cluster, {@link Builder#cluster(Collection)} names the seed nodes; the URL then gives only the
+ * login and TLS (its host is not used, and its database must be 0, the only one a cluster has).
  *
  * <pre>{@code
  * RedisConnectionSpec redis = RedisConnectionSpec.builder("rediss://app:secret@redis.internal:6380")
@@ -52,6 +57,7 @@ public final class RedisConnectionSpec {
   private final boolean verifyHostname;
   private final Duration connectTimeout;
   private final Duration socketTimeout;
+  private final Set<HostAndPort> clusterNodes;
   /** Null for the JVM's default (no CA file and no client certificate) and for {@code redis://}. */
   private final SSLSocketFactory socketFactory;
 
@@ -63,6 +69,7 @@ public final class RedisConnectionSpec {
     this.verifyHostname = b.verifyHostname;
     this.connectTimeout = b.connectTimeout;
     this.socketTimeout = b.socketTimeout;
+    this.clusterNodes = Set.copyOf(b.clusterNodes);
     this.socketFactory = socketFactory;
   }
 
@@ -127,9 +134,19 @@ public final class RedisConnectionSpec {
     return socketTimeout;
   }
 
-  /** The server, for Jedis. */
+  /** The server, for Jedis; for a cluster, the first seed node. */
   public HostAndPort hostAndPort() {
-    return url.hostAndPort();
+    return clusterNodes.isEmpty() ? url.hostAndPort() : clusterNodes.iterator().next();
+  }
+
+  /** Whether this is a Redis Cluster ({@link Builder#cluster(Collection) seed nodes} were given). */
+  public boolean isCluster() {
+    return !clusterNodes.isEmpty();
+  }
+
+  /** The seed nodes of a cluster, empty for a single server. */
+  public Set<HostAndPort> clusterNodes() {
+    return clusterNodes;
   }
 
   /**
@@ -161,6 +178,9 @@ public final class RedisConnectionSpec {
   @Override
   public String toString() {
     StringBuilder s = new StringBuilder(url.toString());
+    if (!clusterNodes.isEmpty()) {
+      s.append(" cluster=").append(clusterNodes);
+    }
     if (caFile != null) {
       s.append(" ca=").append(caFile);
     }
@@ -187,6 +207,7 @@ public final class RedisConnectionSpec {
     private boolean verifyHostname = true;
     private Duration connectTimeout = DEFAULT_CONNECT_TIMEOUT;
     private Duration socketTimeout = DEFAULT_SOCKET_TIMEOUT;
+    private final Set<HostAndPort> clusterNodes = new LinkedHashSet<>();
 
     private Builder(RedisUrl url) {
       this.url = url;
@@ -230,6 +251,17 @@ public final class RedisConnectionSpec {
     }
 
     /**
+     * Connect to the Redis Cluster these nodes belong to (any of its nodes will do; more than one survives a node
+     * being down at startup) instead of the URL's server. Jedis's cluster client then follows the slots to their
+     * masters. Replaces the seeds of an earlier call; an empty collection means a single server again.
+     */
+    public Builder cluster(Collection<HostAndPort> seeds) {
+      clusterNodes.clear();
+      clusterNodes.addAll(Objects.requireNonNull(seeds, "seeds"));
+      return this;
+    }
+
+    /**
      * Validates the settings and reads the PEM files.
      *
      * @throws IllegalArgumentException naming the setting or the file and what is wrong with it (a file that is
@@ -241,6 +273,10 @@ public final class RedisConnectionSpec {
       if ((certificateFile == null) != (keyFile == null)) {
         throw new IllegalArgumentException("a Redis client certificate needs both files: "
             + (certificateFile == null ? "the certificate" : "the key") + " is missing");
+      }
+      if (!clusterNodes.isEmpty() && url.database() != 0) {
+        throw new IllegalArgumentException("a Redis Cluster has only database 0, the URL names database "
+            + url.database());
       }
       boolean custom = caFile != null || certificateFile != null;
       if (!url.tls() && (custom || !verifyHostname)) {

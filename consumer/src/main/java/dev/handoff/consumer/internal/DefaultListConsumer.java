@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.Set;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -45,14 +46,14 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   private volatile boolean halted;
 
   public DefaultListConsumer(ConsumerConfig config, DataSource dataSource, HostAndPort redisServer,
-      JedisClientConfig redisConfig, ConsumerFaults faults) {
+      Set<HostAndPort> redisCluster, JedisClientConfig redisConfig, ConsumerFaults faults) {
     super(config, dataSource, log, new Words("list consumer", "List consumer of group", "List consumer", "element",
         ""));
     this.dataSource = dataSource;
     for (int shard = 0; shard < config.topic().shards(); shard++) {
       listKeys.add(ListFormat.listKey(config.keyPrefix(), config.topic().name(), shard));
     }
-    this.redis = new ListQueues(redisServer, redisConfig, config.workers(), config.block(), config.redisPoolWait());
+    this.redis = new ListQueues(redisServer, redisCluster, redisConfig, config.workers(), config.block(), config.redisPoolWait());
     this.outbox = new OutboxQueries(config.schema());
     DeliveryWorker.Shared shared = sharedByWorkers(faults, redis::dropIdleConnections);
     this.workers = new ListWorker[config.workers()];

@@ -46,11 +46,11 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   private final StreamWorker[] workers;
 
   public DefaultStreamConsumer(ConsumerConfig config, DataSource dataSource, HostAndPort redisServer,
-      JedisClientConfig redisConfig, ConsumerFaults faults) {
+      Set<HostAndPort> redisCluster, JedisClientConfig redisConfig, ConsumerFaults faults) {
     super(config, dataSource, log, new Words("consumer", "Consumer group", "Consumer", "entry",
         " (rolled back if not committed, left pending for another consumer to claim)"));
     this.dataSource = dataSource;
-    this.redis = new RedisGroups(redisServer, redisConfig, config.group(), config.workers(), config.block(),
+    this.redis = new RedisGroups(redisServer, redisCluster, redisConfig, config.group(), config.workers(), config.block(),
         config.redisPoolWait());
     this.groups = new StreamGroups(config, redis, reporter(), log);
     this.streamKeys = groups.keys();

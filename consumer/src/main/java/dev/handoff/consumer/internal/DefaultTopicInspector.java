@@ -28,7 +28,7 @@ import java.util.Set;
 import java.util.SortedSet;
 import java.util.TreeSet;
 import javax.sql.DataSource;
-import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.resps.StreamEntry;
 import redis.clients.jedis.resps.StreamGroupInfo;
 
@@ -49,7 +49,7 @@ public final class DefaultTopicInspector implements TopicInspector {
   private final String schema;
   private final String keyPrefix;
   private final int statusScanLimit;
-  private final RedisClient redis;
+  private final UnifiedJedis redis;
 
   public DefaultTopicInspector(DataSource dataSource, RedisConnectionSpec redis, String schema, String keyPrefix,
       int statusScanLimit) {
@@ -58,7 +58,7 @@ public final class DefaultTopicInspector implements TopicInspector {
     this.schema = schema;
     this.keyPrefix = keyPrefix;
     this.statusScanLimit = statusScanLimit;
-    this.redis = RedisConnections.commands(redis.hostAndPort(), redis.clientConfig(), 2,
+    this.redis = RedisConnections.commands(redis.hostAndPort(), redis.clusterNodes(), redis.clientConfig(), 2,
         ConsumerBuilder.DEFAULT_REDIS_POOL_WAIT);
   }
 

@@ -10,9 +10,10 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
-import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.args.ListDirection;
 
 /**
@@ -152,13 +153,14 @@ public final class ListQueues implements AutoCloseable {
     return List.of(HOLDERS, LOWEST_HELD);
   }
 
-  private final RedisClient commands;
-  private final RedisClient readers;
+  private final UnifiedJedis commands;
+  private final UnifiedJedis readers;
 
-  public ListQueues(HostAndPort server, JedisClientConfig base, int workers, Duration block, Duration poolWait) {
+  public ListQueues(HostAndPort server, Set<HostAndPort> cluster, JedisClientConfig base, int workers, Duration block,
+      Duration poolWait) {
     // Workers take and acknowledge, the housekeeping thread beats and reaps, status calls come from the application.
-    this.commands = RedisConnections.commands(server, base, workers + 3, poolWait);
-    this.readers = RedisConnections.blockingReaders(server, base, workers, block, poolWait);
+    this.commands = RedisConnections.commands(server, cluster, base, workers + 3, poolWait);
+    this.readers = RedisConnections.blockingReaders(server, cluster, base, workers, block, poolWait);
   }
 
   /** Moves up to {@code count} elements from the head of {@code list} into {@code processing}, without blocking. */
@@ -302,7 +304,7 @@ public final class ListQueues implements AutoCloseable {
     return o instanceof byte[] b ? new String(b, StandardCharsets.UTF_8) : String.valueOf(o);
   }
 
-  private static Object run(LuaScript script, RedisClient redis, List<String> keys, List<byte[]> args) {
+  private static Object run(LuaScript script, UnifiedJedis redis, List<String> keys, List<byte[]> args) {
     List<byte[]> rawKeys = new ArrayList<>(keys.size());
     keys.forEach(k -> rawKeys.add(bytes(k)));
     return script.run(redis, rawKeys, args);

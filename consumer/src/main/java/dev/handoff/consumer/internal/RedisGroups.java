@@ -8,12 +8,13 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
-import redis.clients.jedis.Pipeline;
-import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.AbstractPipeline;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.StreamEntryID;
+import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.params.XAutoClaimParams;
 import redis.clients.jedis.params.XReadGroupParams;
@@ -94,18 +95,23 @@ public final class RedisGroups implements AutoCloseable {
 
   // Counts up to ARGV[2] entries after ARGV[1] server-side, so only the count and the last ID cross the wire. One
   // call is one page: a long scan is many short scripts, never one that holds Redis for the whole count.
-  private final RedisClient commands;
-  private final RedisClient readers;
+  /** On a cluster a blocking read covers one shard, so it returns this soon to look at the others again. */
+  private static final Duration CLUSTER_BLOCK = Duration.ofMillis(100);
+
+  private final UnifiedJedis commands;
+  private final UnifiedJedis readers;
+  private final boolean cluster;
   private final byte[] group;
   private final String groupName;
 
-  public RedisGroups(HostAndPort server, JedisClientConfig base, String group, int workers, Duration block,
-      Duration poolWait) {
+  public RedisGroups(HostAndPort server, Set<HostAndPort> cluster, JedisClientConfig base, String group, int workers,
+      Duration block, Duration poolWait) {
     this.groupName = group;
     this.group = bytes(group);
+    this.cluster = !cluster.isEmpty();
     // Workers ack and run scripts, the lease keeper renews, status and admin calls come from the application.
-    this.commands = RedisConnections.commands(server, base, workers + 3, poolWait);
-    this.readers = RedisConnections.blockingReaders(server, base, workers, block, poolWait);
+    this.commands = RedisConnections.commands(server, cluster, base, workers + 3, poolWait);
+    this.readers = RedisConnections.blockingReaders(server, cluster, base, workers, block, poolWait);
   }
 
   /**
@@ -126,8 +132,27 @@ public final class RedisGroups implements AutoCloseable {
     }
   }
 
-  /** {@code XREADGROUP ... BLOCK block COUNT count STREAMS keys > ...} on a reader connection. */
+  /**
+   * {@code XREADGROUP ... BLOCK block COUNT count STREAMS keys > ...} on a reader connection. On a cluster, where one
+   * command cannot span slots, each stream is read on its own without blocking, and only if none had anything the
+   * first is read blocking, for at most {@link #CLUSTER_BLOCK}.
+   */
   public List<RawEntry> readNew(String consumer, List<String> streamKeys, int count, Duration block) {
+    if (!cluster || streamKeys.size() == 1) {
+      return readNewAt(consumer, streamKeys, count, block);
+    }
+    List<RawEntry> all = new ArrayList<>();
+    for (String key : streamKeys) {
+      all.addAll(readNewAt(consumer, List.of(key), count, null));
+    }
+    if (all.isEmpty() && block != null) {
+      all.addAll(readNewAt(consumer, List.of(streamKeys.get(0)), count,
+          block.compareTo(CLUSTER_BLOCK) < 0 ? block : CLUSTER_BLOCK));
+    }
+    return all;
+  }
+
+  private List<RawEntry> readNewAt(String consumer, List<String> streamKeys, int count, Duration block) {
     XReadGroupParams params = XReadGroupParams.xReadGroupParams().count(count);
     if (block != null) {
       params.block((int) Math.max(1, block.toMillis()));
@@ -136,7 +161,7 @@ public final class RedisGroups implements AutoCloseable {
     for (String key : streamKeys) {
       streams.put(bytes(key), StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY);
     }
-    RedisClient client = block != null ? readers : commands;
+    UnifiedJedis client = block != null ? readers : commands;
     try {
       return entries(client.xreadGroupBinary(group, bytes(consumer), params, streams));
     } catch (JedisDataException e) {
@@ -245,7 +270,7 @@ public final class RedisGroups implements AutoCloseable {
   private long ackPipelined(Map<String, List<String>> idsByStream) {
     return RedisConnections.onceMoreOnBrokenConnection(commands, () -> {
       List<Response<Long>> replies = new ArrayList<>(idsByStream.size());
-      try (Pipeline p = commands.pipelined()) {
+      try (AbstractPipeline p = commands.pipelined()) {
         idsByStream.forEach((key, ids) -> {
           if (!ids.isEmpty()) {
             replies.add(p.xack(bytes(key), group, rawIds(ids)));
@@ -339,7 +364,7 @@ public final class RedisGroups implements AutoCloseable {
   }
 
   /** The pool for non-blocking commands, shared with {@link StreamInspector}. */
-  RedisClient commands() {
+  UnifiedJedis commands() {
     return commands;
   }
 

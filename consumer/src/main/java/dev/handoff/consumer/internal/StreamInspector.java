@@ -10,7 +10,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.params.XPendingParams;
 import redis.clients.jedis.resps.StreamGroupInfo;
 import redis.clients.jedis.resps.StreamPendingEntry;
@@ -35,7 +35,7 @@ final class StreamInspector {
     return List.of(COUNT_PAGE);
   }
 
-  private final RedisClient commands;
+  private final UnifiedJedis commands;
   private final List<String> streamKeys;
   private final String groupName;
 

@@ -13,7 +13,10 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.ConnectionPool;
+import redis.clients.jedis.Jedis;
+import redis.clients.jedis.RedisClusterClient;
+import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.params.ScanParams;
 import redis.clients.jedis.resps.ScanResult;
 
@@ -43,7 +46,7 @@ final class TopicDiscovery {
   private TopicDiscovery() {}
 
   /** What the leases of {@code keyPrefix} (or of no prefix yet) and the keys under it say; one topic or all. */
-  static Found discover(Connection c, String schema, RedisClient redis, String keyPrefix, String topic)
+  static Found discover(Connection c, String schema, UnifiedJedis redis, String keyPrefix, String topic)
       throws SQLException {
     Found found = new Found();
     String sql = "SELECT topic, shard FROM " + schema + ".relay_lease WHERE (key_prefix = ? OR key_prefix IS NULL)"
@@ -64,7 +67,25 @@ final class TopicDiscovery {
   }
 
   /** Adds the topics, shards and transports of the keys under {@code keyPrefix}, with a cursor over the key space. */
-  private static void scanKeys(RedisClient redis, String keyPrefix, String topic, Found found) {
+  private static void scanKeys(UnifiedJedis redis, String keyPrefix, String topic, Found found) {
+    if (redis instanceof RedisClusterClient cluster) {
+      // A cluster's keys are spread over its masters, and SCAN sees one node's: scan each (a replica adds nothing
+      // new, and what it repeats is a set's).
+      for (ConnectionPool node : cluster.getClusterNodes().values()) {
+        try (Jedis jedis = new Jedis(node.getResource())) {
+          scanNode(jedis::scan, keyPrefix, topic, found);
+        }
+      }
+      return;
+    }
+    scanNode(redis::scan, keyPrefix, topic, found);
+  }
+
+  private interface Scanner {
+    ScanResult<String> scan(String cursor, ScanParams params);
+  }
+
+  private static void scanNode(Scanner redis, String keyPrefix, String topic, Found found) {
     // Prefixes and topic names cannot hold glob characters (their patterns exclude them), so MATCH is exact.
     Pattern key = Pattern.compile(Pattern.quote(keyPrefix) + ":\\{([A-Za-z0-9._-]+):(\\d{1,9})\\}(.*)");
     ScanParams params = new ScanParams().match(keyPrefix + ":{" + (topic == null ? "" : topic + ":") + "*")

@@ -9,6 +9,7 @@ import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.Connection;
 import redis.clients.jedis.DefaultJedisClientConfig;
@@ -81,7 +82,7 @@ class BrokenConnectionTest {
   }
 
   private static RedisClient pooled(RestartableRedis server) {
-    return RedisConnections.commands(new HostAndPort("127.0.0.1", server.port()),
+    return (RedisClient) RedisConnections.commands(new HostAndPort("127.0.0.1", server.port()), Set.of(),
         DefaultJedisClientConfig.builder().build(), POOL, Duration.ofSeconds(2));
   }
 
