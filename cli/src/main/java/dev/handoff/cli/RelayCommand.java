@@ -2,9 +2,11 @@ package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.migrations.HandoffMigrations;
+import dev.handoff.outbox.Health;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.TopicConfig;
+import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -13,6 +15,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
@@ -86,6 +89,16 @@ final class RelayCommand implements Callable<Integer> {
           + " turns it off (env HANDOFF_BACKLOG_AGE_THRESHOLD; default ${DEFAULT-VALUE})")
   Duration backlogAgeThreshold;
 
+  @Option(names = "--metrics-port", defaultValue = "${env:HANDOFF_METRICS_PORT}",
+      description = "serve /metrics (Prometheus text) and /health (200 when UP, else 503, with the reasons in JSON)"
+          + " over HTTP on this port (env HANDOFF_METRICS_PORT; default: no HTTP server)")
+  Integer metricsPort;
+
+  @Option(names = "--metrics-bind", defaultValue = "${env:HANDOFF_METRICS_BIND:-0.0.0.0}",
+      description = "the address --metrics-port listens on; 127.0.0.1 keeps it to this host"
+          + " (env HANDOFF_METRICS_BIND; default ${DEFAULT-VALUE}, every interface)")
+  String metricsBind;
+
   @Option(names = "--migrate", defaultValue = "${env:HANDOFF_MIGRATE:-false}",
       description = "apply handoff's migrations before starting (env HANDOFF_MIGRATE=true)")
   boolean migrate;
@@ -106,12 +119,23 @@ final class RelayCommand implements Callable<Integer> {
           "--transport must be stream or list, was '" + transport + "'");
     }
     List<TopicConfig> topicConfigs = parseTopics(topics);
+    InetSocketAddress metricsAddress = metricsAddress();
     CountDownLatch stop = Signals.termination();
+    AtomicReference<Relay> built = new AtomicReference<>();
 
-    try (HikariDataSource db = database.open(spec, 4, "handoff-relay");
+    // The port first: a port in use fails before any connection is waited for, and it stays open until the relay
+    // has stopped and its pools are closed, so a probe sees DOWN and not a refused connection while it drains.
+    try (MetricsServer metrics = metricsAddress == null ? null
+            : MetricsServer.start(metricsAddress, () -> healthOf(built.get()));
+        HikariDataSource db = database.open(spec, 4, "handoff-relay");
         HikariDataSource listenDb = notificationJdbcUrl == null || notificationJdbcUrl.isBlank() ? null
             : Connections.database(notificationJdbcUrl, 1, "handoff-relay-listen", database.connectTimeout());
         RedisClient client = redis.open(8, database.connectTimeout())) {
+      if (metrics != null) {
+        // The address asked for: the JDK reports the wildcard 0.0.0.0 as its IPv6 form, which nobody typed.
+        log().info("serving /metrics and /health on http://{}:{}", metricsAddress.getHostString(),
+            metrics.address().getPort());
+      }
       if (migrate) {
         HandoffMigrations.migrate(db, database.schema());
       }
@@ -129,8 +153,12 @@ final class RelayCommand implements Callable<Integer> {
       if (mode.equals("list")) {
         builder.listTransport(listCapacity);
       }
+      if (metrics != null) {
+        builder.meterRegistry(metrics.registry());
+      }
       topicConfigs.forEach(builder::topic);
       Relay relay = builder.build();
+      built.set(relay);
       relay.start();
       log().info("relay running against {} and {}; SIGTERM to stop", database.maskedUrl(), redis.maskedUrl());
       HealthFile health = healthFile == null ? null : new HealthFile(healthFile);
@@ -146,6 +174,29 @@ final class RelayCommand implements Callable<Integer> {
       log().info("relay stopped{}", drained ? "" : " (some assigned rows are left for the next owner)");
       return 0;
     }
+  }
+
+  /** Where --metrics-port listens, or null without one. */
+  private InetSocketAddress metricsAddress() {
+    if (metricsPort == null) {
+      return null;
+    }
+    if (metricsPort < 1 || metricsPort > 65535) {
+      throw new CommandLine.ParameterException(spec.commandLine(),
+          "--metrics-port must be a port from 1 to 65535, was " + metricsPort);
+    }
+    InetSocketAddress address = new InetSocketAddress(metricsBind.strip(), metricsPort);
+    if (address.isUnresolved()) {
+      throw new CommandLine.ParameterException(spec.commandLine(),
+          "--metrics-bind '" + metricsBind + "' is not an address or a known host name");
+    }
+    return address;
+  }
+
+  private static Health healthOf(Relay relay) {
+    return relay != null ? relay.health()
+        : Health.down("not-started", "the relay is starting: connecting to PostgreSQL and Redis, checking the"
+            + " schema");
   }
 
   static List<TopicConfig> parseTopics(List<String> specs) {

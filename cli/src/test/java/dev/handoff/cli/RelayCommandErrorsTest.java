@@ -63,6 +63,17 @@ class RelayCommandErrorsTest {
   }
 
   @Test
+  void aMetricsPortOrAddressThatCannotBeUsedIsOneLine() {
+    assertOneLine(run(connected("--metrics-port", "0")),
+        "handoff: --metrics-port must be a port from 1 to 65535, was 0 (see handoff relay --help)");
+    assertOneLine(run(connected("--metrics-port", "65536")),
+        "handoff: --metrics-port must be a port from 1 to 65535, was 65536 (see handoff relay --help)");
+    assertOneLine(run(connected("--metrics-port", "9464", "--metrics-bind", "no-such-host.invalid")),
+        "handoff: --metrics-bind 'no-such-host.invalid' is not an address or a known host name"
+            + " (see handoff relay --help)");
+  }
+
+  @Test
   void aDurationSaysWhatItExpectsAndAcceptsShortForms() {
     Run r = run("--lease-ttl", "ten seconds", "--topics", "orders");
     assertThat(r.exit()).isEqualTo(2);
