@@ -3,7 +3,6 @@ package dev.handoff.cli;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import dev.handoff.outbox.Health;
-import dev.handoff.outbox.internal.Json;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
@@ -19,10 +18,11 @@ import java.io.UncheckedIOException;
 import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.StringJoiner;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.function.Supplier;
@@ -156,14 +156,17 @@ final class MetricsServer implements AutoCloseable {
 
   /** {@code {"status":"UP","reasons":[]}}, each reason {@code {"code":"...","message":"..."}} as Health has it. */
   static String json(Health health) {
-    StringJoiner reasons = new StringJoiner(",", "[", "]");
+    List<Map<String, String>> reasons = new ArrayList<>();
     for (Health.Reason r : health.reasons()) {
       Map<String, String> reason = new LinkedHashMap<>();
       reason.put("code", r.code());
       reason.put("message", r.message());
-      reasons.add(Json.writeStringMap(reason));
+      reasons.add(reason);
     }
-    return "{\"status\":\"" + health.status().name() + "\",\"reasons\":" + reasons + "}";
+    Map<String, Object> body = new LinkedHashMap<>();
+    body.put("status", health.status().name());
+    body.put("reasons", reasons);
+    return Json.write(body);
   }
 
   /** Stops listening, cutting a scrape in progress: called once the relay has stopped. */
