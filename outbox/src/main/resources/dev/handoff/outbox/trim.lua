@@ -1,7 +1,9 @@
 -- Trims a stream below what every consumer group has finished, reading the groups and trimming in one atomic step
 -- so that no group moves in between.
 -- KEYS[1]: the stream. ARGV[1]: the lowest ID to keep when the stream has no group (the retention cut).
--- ARGV[2]: the most entries to evict.
+-- ARGV[2]: the most entries to evict. ARGV[3] (optional): 'approx' (the default) trims whole stream nodes, at most
+-- ARGV[2] entries; 'exact' trims every entry below minid (no LIMIT: callers run it after the approximate trims, when
+-- what is left below minid is within one node); 'none' trims nothing and only reports (an operator's dry run).
 -- Reply: {minid, evicted, groups, holder, length}; minid is "" when the stream does not exist; holder is the group
 -- whose unfinished entries set minid ("" with no group); length is the stream's length after the trim.
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -40,5 +42,11 @@ else
     end
   end
 end
-local evicted = redis.call('XTRIM', KEYS[1], 'MINID', '~', minid, 'LIMIT', tonumber(ARGV[2]))
+local mode = ARGV[3] or 'approx'
+local evicted = 0
+if mode == 'approx' then
+  evicted = redis.call('XTRIM', KEYS[1], 'MINID', '~', minid, 'LIMIT', tonumber(ARGV[2]))
+elseif mode == 'exact' then
+  evicted = redis.call('XTRIM', KEYS[1], 'MINID', '=', minid)
+end
 return {minid, evicted, #groups, holder, redis.call('XLEN', KEYS[1])}

@@ -18,7 +18,6 @@ final class RedisStreams implements RedisTransport {
 
   private final UnifiedJedis redis;
   private final LuaScript publish = LuaScript.resource("/dev/handoff/outbox/publish.lua");
-  private final LuaScript trim = LuaScript.resource("/dev/handoff/outbox/trim.lua");
 
   RedisStreams(UnifiedJedis redis) {
     this.redis = redis;
@@ -77,11 +76,9 @@ final class RedisStreams implements RedisTransport {
   /** Trims below the lowest ID any consumer group still needs; {@code noGroupFloor} applies when there is none. */
   @Override
   public TrimResult trim(String streamKey, String relayKey, StreamId noGroupFloor, int limit) {
-    List<?> reply = (List<?>) run(trim, redis, List.of(bytes(streamKey)),
-        List.of(bytes(noGroupFloor.toString()), bytes(Integer.toString(limit))));
-    String minId = new String((byte[]) reply.get(0), StandardCharsets.UTF_8);
-    return new TrimResult(minId, (Long) reply.get(1), (Long) reply.get(2),
-        new String((byte[]) reply.get(3), StandardCharsets.UTF_8), (Long) reply.get(4));
+    StreamTrimScript.Result r = StreamTrimScript.run(redis, streamKey, noGroupFloor, limit,
+        StreamTrimScript.Mode.APPROX);
+    return new TrimResult(r.minId(), r.evicted(), r.groups(), r.holder(), r.length());
   }
 
   /** The highest ID the stream ever generated, or zero when the stream does not exist. */
