@@ -1,5 +1,6 @@
 package dev.handoff.consumer.internal;
 
+import dev.handoff.outbox.RedisConnectionSpec;
 import java.time.Duration;
 import java.util.Set;
 import java.util.function.Supplier;
@@ -18,9 +19,14 @@ import redis.clients.jedis.exceptions.JedisConnectionException;
  * one for commands, and one for blocking reads whose socket timeout outlasts the BLOCK time, so a half-open
  * connection cannot hang a reader forever and a blocked reader never starves the commands.
  */
-final class RedisConnections {
+public final class RedisConnections {
 
   private RedisConnections() {}
+
+  /** The connections of an operator's tool ({@code StreamAdmin}): two, each call waiting at most 5 s for one. */
+  public static UnifiedJedis admin(RedisConnectionSpec spec) {
+    return commands(spec.hostAndPort(), spec.clusterNodes(), spec.clientConfig(), 2, Duration.ofSeconds(5));
+  }
 
   /**
    * A pool of {@code size} connections for ordinary commands: to {@code server}, or with {@code cluster} seeds a
