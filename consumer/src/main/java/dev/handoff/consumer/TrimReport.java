@@ -76,11 +76,15 @@ public record TrimReport(String topic, boolean dryRun, List<Shard> shards) {
     return shards.stream().mapToLong(Shard::removed).sum();
   }
 
-  /** One line: what was removed per shard. */
+  /** One line: how many entries were (or would be) removed, on how many shards. */
+  public String summary() {
+    return "trim of topic '" + topic + "'" + (dryRun ? " (dry run)" : "") + ": " + removed() + " entries "
+        + (dryRun ? "would be removed" : "removed") + " on " + shards.size() + " shard(s)";
+  }
+
+  /** {@link #summary()} and each shard's line. */
   @Override
   public String toString() {
-    return "trim of topic '" + topic + "'" + (dryRun ? " (dry run)" : "") + ": " + removed() + " entries "
-        + (dryRun ? "would be" : "") + (dryRun ? " removed (" : "removed (")
-        + shards.stream().map(Shard::toString).collect(Collectors.joining("; ")) + ")";
+    return summary() + " (" + shards.stream().map(Shard::toString).collect(Collectors.joining("; ")) + ")";
   }
 }
