@@ -5,10 +5,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
+import dev.handoff.outbox.RedisAcl;
+import dev.handoff.outbox.RedisConnectionSpec;
+import dev.handoff.outbox.RedisUrl;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.Transport;
 import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;
 import java.sql.Connection;
 import java.time.Instant;
@@ -17,6 +21,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import redis.clients.jedis.Jedis;
+import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.params.XReadGroupParams;
 import redis.clients.jedis.params.XTrimParams;
@@ -271,6 +277,40 @@ class StreamAdminTest {
         assertThat(s.toString()).contains("no group: nothing trimmed");
       });
       assertThat(f.redis.xlen(f.streamKey())).isEqualTo(7);
+    }
+  }
+  @Test
+  void rewindAndTrimRunUnderTheStreamAdminRuleAlone() throws Exception {
+    RestartableRedis server = env.privateRedis();
+    try (Jedis root = new Jedis("127.0.0.1", server.port())) {
+      root.aclSetUser("admin", RedisAclTest.rule("admin-secret", RedisAcl.streamAdmin(env.keyPrefix())));
+      root.aclLogReset();
+    }
+    try (RedisClient redis = env.newRedisClient(server.uri());
+        StreamAdmin admin = StreamAdmin.builder(RedisConnectionSpec.of(RedisUrl.parse(
+            RedisAclTest.login(server, "admin", "admin-secret")))).keyPrefix(env.keyPrefix())
+            .dataSource(env.dataSource()).schema(env.schema()).build()) {
+      Fixture f = new Fixture(env, "admin-acl", redis, server.uri());
+      for (int i = 0; i < 10; i++) {
+        f.publish(f.message(), (1000 + i) + "-0", 0);
+      }
+      f.createGroupAtStart("g");
+      f.redis.xreadGroup("g", "c", XReadGroupParams.xReadGroupParams().count(6),
+          Map.of(f.streamKey(), StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY));
+      f.redis.xack(f.streamKey(), "g", new StreamEntryID(1000, 0), new StreamEntryID(1001, 0));
+      env.execute("INSERT INTO " + env.schema() + ".relay_lease (topic, shard, key_prefix) VALUES ('" + f.topic
+          + "', 0, '" + env.keyPrefix() + "')");
+
+      assertThat(admin.trim(f.topic, true).removed()).isEqualTo(2);
+      assertThat(admin.trim(f.topic, false).removed()).isEqualTo(2);
+      assertThat(admin.rewind(f.topic, "g", RewindTarget.entryId("1003"), true).comeAgain()).isEqualTo(3);
+      assertThat(admin.rewind(f.topic, "g", RewindTarget.entryId("1003"), false).comeAgain()).isEqualTo(3);
+      assertThatThrownBy(() -> admin.rewind(f.topic, "g", RewindTarget.entryId("1000"), false))
+          .isInstanceOf(RewindRefusedException.class);
+
+      assertThat(redis.xlen(f.streamKey())).isEqualTo(8);
+      assertThat(lastDelivered(f, 0, "g")).isEqualTo("1002-" + Long.MAX_VALUE);
+      assertThat(RedisAclTest.refusals(server)).isEmpty();
     }
   }
 }

@@ -82,6 +82,16 @@ public final class RedisAcl {
       "EXISTS", "XLEN", "XRANGE", "XREVRANGE", "XINFO|GROUPS", "XINFO|STREAM", "XPENDING",
       "LLEN", "LRANGE", "HKEYS", "HGET", "HMGET");
 
+  /**
+   * The operator's rewind and trim ({@code StreamAdmin}, {@code handoff rewind} and {@code handoff trim}): the
+   * reads of the rewind and trim scripts, and the two writes, {@code XGROUP SETID} and {@code XTRIM}. Without a
+   * database to list a topic's shards they also need {@code +scan}, left out here: ACL key patterns do not filter
+   * {@code SCAN}, which would list every key name of the server.
+   */
+  static final Set<String> STREAM_ADMIN = Set.of("CLIENT|SETNAME",
+      "EXISTS", "XLEN", "XRANGE", "XINFO|GROUPS", "XINFO|STREAM", "XPENDING",
+      "XGROUP|SETID", "XTRIM");
+
   private RedisAcl() {}
 
   /** The key pattern of every key under {@code keyPrefix}: <code>~&lt;keyPrefix&gt;:&#123;*</code>. */
@@ -117,6 +127,14 @@ public final class RedisAcl {
    */
   public static String operator(String keyPrefix) {
     return rule(keyPrefix, OPERATOR);
+  }
+
+  /**
+   * The rule of rewind and trim on streams. It writes (group positions, trims): give it to the operator's rewind and
+   * trim only. Add {@code +scan} to use them without a database.
+   */
+  public static String streamAdmin(String keyPrefix) {
+    return rule(keyPrefix, STREAM_ADMIN);
   }
 
   /** The commands a rule grants, upper case and sorted, with subcommands as {@code XINFO|GROUPS}. */

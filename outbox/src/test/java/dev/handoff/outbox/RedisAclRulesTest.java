@@ -27,6 +27,8 @@ class RedisAclRulesTest {
       + " +evalsha +exists +hdel +hget +hgetall +hincrby +hkeys +hset +llen +lmove +lpos +lrange +lrem +ping +set +time";
   static final String OPERATOR = "resetkeys ~handoff:{* resetchannels -@all +client|setname +eval +evalsha +exists"
       + " +hget +hkeys +hmget +llen +lrange +ping +xinfo|groups +xinfo|stream +xlen +xpending +xrange +xrevrange";
+  private static final String STREAM_ADMIN = "resetkeys ~handoff:{* resetchannels -@all +client|setname +eval"
+      + " +evalsha +exists +ping +xgroup|setid +xinfo|groups +xinfo|stream +xlen +xpending +xrange +xtrim";
 
   @Test
   void rulesForTheDefaultPrefixAreExactlyTheseAndTheOperationsGuideShowsEach() throws Exception {
@@ -36,8 +38,10 @@ class RedisAclRulesTest {
     assertThat(RedisAcl.streamConsumer(prefix)).isEqualTo(STREAM_CONSUMER);
     assertThat(RedisAcl.listConsumer(prefix)).isEqualTo(LIST_CONSUMER);
     assertThat(RedisAcl.operator(prefix)).isEqualTo(OPERATOR);
+    assertThat(RedisAcl.streamAdmin(prefix)).isEqualTo(STREAM_ADMIN);
     String guide = Files.readString(Path.of("..", "docs", "operations.md"));
-    for (String rule : List.of(RELAY_STREAMS, RELAY_LISTS, STREAM_CONSUMER, LIST_CONSUMER, OPERATOR)) {
+    for (String rule : List.of(RELAY_STREAMS, RELAY_LISTS, STREAM_CONSUMER, LIST_CONSUMER, OPERATOR,
+        STREAM_ADMIN)) {
       assertThat(guide).contains(rule);
     }
   }
