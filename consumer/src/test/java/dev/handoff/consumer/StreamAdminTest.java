@@ -277,6 +277,16 @@ class StreamAdminTest {
         assertThat(s.toString()).contains("no group: nothing trimmed");
       });
       assertThat(f.redis.xlen(f.streamKey())).isEqualTo(7);
+
+      // a group that has read nothing holds everything: the trim point is 0-0
+      f.createGroupAtStart("new");
+      assertThat(admin.trim(f.topic, true).shards()).singleElement().satisfies(s -> {
+        assertThat(s.trimPoint()).isEqualTo("0-0");
+        assertThat(s.holder()).isEqualTo("new");
+        assertThat(s.removed()).isZero();
+      });
+      assertThat(admin.trim(f.topic, false).removed()).isZero();
+      assertThat(f.redis.xlen(f.streamKey())).isEqualTo(7);
     }
   }
   @Test

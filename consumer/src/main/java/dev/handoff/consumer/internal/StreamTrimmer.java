@@ -77,7 +77,9 @@ public final class StreamTrimmer {
       if (r.groups() == 0) {
         return new TrimReport.Shard(shard, key, true, before, r.length(), null, null, 0, true, groups);
       }
-      long[] below = StreamCounts.count(redis, key, "-", "(" + r.minId(), countLimit);
+      // Nothing is below 0-0, and Redis refuses "(0-0" as an end.
+      long[] below = r.minId().equals("0-0") ? new long[] {0, 1}
+          : StreamCounts.count(redis, key, "-", "(" + r.minId(), countLimit);
       return new TrimReport.Shard(shard, key, true, before, r.length(), r.minId(), r.holder(), below[0],
           below[1] == 1, groups);
     }
