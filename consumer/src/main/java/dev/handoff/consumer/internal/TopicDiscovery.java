@@ -49,6 +49,13 @@ final class TopicDiscovery {
   static Found discover(Connection c, String schema, UnifiedJedis redis, String keyPrefix, String topic)
       throws SQLException {
     Found found = new Found();
+    leases(c, schema, keyPrefix, topic, found);
+    scanKeys(redis, keyPrefix, topic, found);
+    return found;
+  }
+
+  /** Adds the topics and shards of the leases of {@code keyPrefix} (or of no prefix yet); one topic or all. */
+  static void leases(Connection c, String schema, String keyPrefix, String topic, Found found) throws SQLException {
     String sql = "SELECT topic, shard FROM " + schema + ".relay_lease WHERE (key_prefix = ? OR key_prefix IS NULL)"
         + (topic == null ? "" : " AND topic = ?");
     try (PreparedStatement ps = c.prepareStatement(sql)) {
@@ -62,12 +69,10 @@ final class TopicDiscovery {
         }
       }
     }
-    scanKeys(redis, keyPrefix, topic, found);
-    return found;
   }
 
   /** Adds the topics, shards and transports of the keys under {@code keyPrefix}, with a cursor over the key space. */
-  private static void scanKeys(UnifiedJedis redis, String keyPrefix, String topic, Found found) {
+  static void scanKeys(UnifiedJedis redis, String keyPrefix, String topic, Found found) {
     if (redis instanceof RedisClusterClient cluster) {
       // A cluster's keys are spread over its masters, and SCAN sees one node's: scan each (a replica adds nothing
       // new, and what it repeats is a set's).
