@@ -105,6 +105,21 @@ class TopicInspectorTest {
       });
       assertThat(inspector.status("orders", "nobody").streamGroups()).isEmpty();
 
+      // The operator's database role reads the same numbers: its grants cover what discovery and status select.
+      try (var operatorDb = env.newRole().grant(dev.handoff.migrations.HandoffGrants.Role.OPERATOR)
+          .newDataSource(2);
+          TopicInspector asOperator = TopicInspector.builder(operatorDb,
+              RedisConnectionSpec.of(RedisUrl.parse(env.redisUri()))).schema(env.schema())
+              .keyPrefix(env.keyPrefix()).build()) {
+        assertThat(asOperator.topics()).containsExactly("orders", "refunds");
+        TopicStatus seen = asOperator.status("orders");
+        assertThat(seen.outboxDepth()).isEqualTo(7);
+        assertThat(seen.streamGroups()).singleElement().satisfies(g -> {
+          assertThat(g.pending()).isEqualTo(3);
+          assertThat(g.backlog()).isEqualTo(30 - handled - 3);
+        });
+      }
+
       TopicStatus refunds = inspector.status("refunds");
       assertThat(refunds.shards()).hasSize(2).allSatisfy(s -> {
         assertThat(s.streamExists()).isFalse();

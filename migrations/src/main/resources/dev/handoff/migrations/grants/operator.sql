@@ -13,8 +13,9 @@ GRANT USAGE ON SCHEMA :"schema" TO :"role";
 -- list transport's backlog; and whether the outbox still holds a marker's message (the inbox purge's rule). No
 -- payload, key or header.
 GRANT SELECT (id, message_id, topic, shard, created_at, published_at) ON :"schema".outbox TO :"role";
--- Status: who holds each shard's lease, at which epoch, and whether it is live.
-GRANT SELECT (topic, shard, owner, epoch, expires_at) ON :"schema".relay_lease TO :"role";
+-- Status: which topics and shards exist (for this key prefix), who holds each lease, at which epoch, and whether it
+-- is live.
+GRANT SELECT (topic, shard, owner, epoch, key_prefix, expires_at) ON :"schema".relay_lease TO :"role";
 
 -- Dead letters: listed and counted, locked and marked retried by a retry.
 GRANT SELECT ON :"schema".dead_letter TO :"role";
