@@ -39,6 +39,8 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   public static final Duration DEFAULT_REDIS_POOL_WAIT = Duration.ofSeconds(2);
   /** How often the gauges read from {@code status()} (backlog, pending, oldest pending age, dead letters) refresh. */
   public static final Duration DEFAULT_METRICS_REFRESH_INTERVAL = Duration.ofSeconds(10);
+  /** How often a started consumer runs the dead-letter retries an operator requested. */
+  public static final Duration DEFAULT_RETRY_REQUEST_INTERVAL = Duration.ofSeconds(5);
 
   final DataSource dataSource;
   final HostAndPort redis;
@@ -61,6 +63,7 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   Duration redisPoolWait = DEFAULT_REDIS_POOL_WAIT;
   ConsumerListener listener = ConsumerListener.NOOP;
   InboxRetention inboxRetention = InboxRetention.defaults();
+  Duration retryRequestInterval = DEFAULT_RETRY_REQUEST_INTERVAL;
   ConsumerFaults faults = ConsumerFaults.NONE;
   Clock clock = Clock.systemUTC();
   MeterRegistry meterRegistry;
@@ -200,6 +203,19 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
    */
   public B inboxRetention(InboxRetention retention) {
     this.inboxRetention = Objects.requireNonNull(retention, "inboxRetention");
+    return self();
+  }
+
+  /**
+   * How often a started consumer looks for dead-letter retries an operator requested
+   * ({@link DeadLetterAdmin#requestRetry}, {@code handoff dlq retry}) and runs them through this consumer's
+   * handler, on a thread of its own: each in its own transaction, the inbox marker turning from dead to processed
+   * with the handler's effects, and claimed with a row lock so that of several consumers of the group one runs it.
+   * One look is one indexed query that finds nothing when no retry is requested. A consumer that is only polled
+   * never runs them ({@code ConsumerTestKit.runRequestedRetriesNow} does, for tests). Defaults to 5 s.
+   */
+  public B retryRequestInterval(Duration interval) {
+    this.retryRequestInterval = interval;
     return self();
   }
 

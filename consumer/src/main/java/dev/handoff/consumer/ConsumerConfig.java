@@ -35,6 +35,8 @@ import java.util.regex.Pattern;
  * @param redisPoolWait the longest a command waits for a pooled Redis connection
  * @param statusScanLimit how many entries a status call counts per stream before reporting a lower bound
  * @param inboxRetention how long markers are kept and whether they are purged automatically
+ * @param retryRequestInterval how often a started consumer runs the dead-letter retries an operator requested
+ *     ({@link DeadLetterAdmin#requestRetry})
  * @param listener metrics callbacks
  * @param clock the source of time
  */
@@ -60,6 +62,7 @@ public record ConsumerConfig(
     Duration redisPoolWait,
     int statusScanLimit,
     InboxRetention inboxRetention,
+    Duration retryRequestInterval,
     ConsumerListener listener,
     Clock clock) {
 
@@ -109,6 +112,7 @@ public record ConsumerConfig(
     requirePositive("redisPoolWait", redisPoolWait);
     requireBetween("statusScanLimit", statusScanLimit, 1, 100_000_000);
     Objects.requireNonNull(inboxRetention, "inboxRetention");
+    requirePositive("retryRequestInterval", retryRequestInterval);
     Objects.requireNonNull(listener, "listener");
     Objects.requireNonNull(clock, "clock");
   }

@@ -1,6 +1,7 @@
 package dev.handoff.consumer;
 
 import java.time.Instant;
+import java.util.Locale;
 import java.util.UUID;
 
 /**
@@ -15,9 +16,46 @@ import java.util.UUID;
  * @param error why it was dead-lettered: the handler's exception, {@code malformed: ...} or {@code lost: ...}
  * @param deadAt when it was dead-lettered
  * @param status {@code dead} or {@code retried}
+ * @param group the consumer group that gave up on it
+ * @param topic the message's topic
+ * @param retryRequestedAt when a retry was requested ({@link DeadLetterAdmin#requestRetry}) and not yet run by a
+ *     consumer of the group, or {@code null}
+ * @param retriedAt when it was retried, or {@code null}
+ * @param retryFailedAt when a requested retry last ran and the handler failed again, or {@code null}
+ * @param retryError why that requested retry failed (the handler's exception), or {@code null}; {@code error}
+ *     keeps the original reason
  */
 public record DeadLetter(long id, UUID messageId, String streamKey, String streamId, String type, int deliveries,
-    String error, Instant deadAt, String status) {
+    String error, Instant deadAt, String status, String group, String topic, Instant retryRequestedAt,
+    Instant retriedAt, Instant retryFailedAt, String retryError) {
+
+  /** Where a dead letter stands, from its status and its retry columns. */
+  public enum State {
+    /** Dead, no retry requested. */
+    DEAD,
+    /** A retry was requested; a running consumer of the group runs it at its next housekeeping turn. */
+    RETRY_REQUESTED,
+    /** Retried: the handler ran and committed, or the message had been processed meanwhile. */
+    RETRIED,
+    /** Still dead: a requested retry ran and the handler failed again ({@code retryError} says why). */
+    RETRY_FAILED;
+
+    /** The state as the command line shows it: {@code dead}, {@code retry-requested}, ... */
+    public String label() {
+      return name().toLowerCase(Locale.ROOT).replace('_', '-');
+    }
+  }
+
+  /** Where this dead letter stands; a pending request wins over an earlier failed one. */
+  public State state() {
+    if ("retried".equals(status)) {
+      return State.RETRIED;
+    }
+    if (retryRequestedAt != null) {
+      return State.RETRY_REQUESTED;
+    }
+    return retryFailedAt != null ? State.RETRY_FAILED : State.DEAD;
+  }
 
   /** Whether {@link HandoffConsumer#retry(long)} can re-run it (the stored message is complete). */
   public boolean retryable() {

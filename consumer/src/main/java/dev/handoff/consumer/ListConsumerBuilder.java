@@ -88,7 +88,7 @@ public final class ListConsumerBuilder extends ConsumerBuilder<ListConsumerBuild
     return new ConsumerConfig(schema, keyPrefix, topic, group,
         consumerName != null ? consumerName : ConsumerNames.generate(), handler, batchHandler, workers, batchSize,
         block, heartbeatTtl, interval, reapInterval, maxDeliveries, initial, max, StartPosition.BEGINNING,
-        failureIsolation, redisPoolWait, StreamConsumerBuilder.DEFAULT_STATUS_SCAN_LIMIT, inboxRetention, listener,
+        failureIsolation, redisPoolWait, StreamConsumerBuilder.DEFAULT_STATUS_SCAN_LIMIT, inboxRetention, retryRequestInterval, listener,
         clock);
   }
 

@@ -108,7 +108,7 @@ public final class StreamConsumerBuilder extends ConsumerBuilder<StreamConsumerB
     return new ConsumerConfig(schema, keyPrefix, topic, group,
         consumerName != null ? consumerName : ConsumerNames.generate(), handler, batchHandler, workers, batchSize,
         block, minIdle, renew, reclaimInterval, maxDeliveries, initial, max, startPosition, failureIsolation,
-        redisPoolWait, statusScanLimit, inboxRetention, listener, clock);
+        redisPoolWait, statusScanLimit, inboxRetention, retryRequestInterval, listener, clock);
   }
 
   /**

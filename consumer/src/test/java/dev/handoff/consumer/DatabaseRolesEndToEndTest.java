@@ -135,7 +135,10 @@ class DatabaseRolesEndToEndTest {
         "UPDATE relay_lease SET owner = 'me'", "DELETE FROM dead_letter")) {
       assertRefused(consumerDb, refused);
     }
-    for (String refused : List.of(insertOutbox, "SELECT payload FROM outbox", "DELETE FROM dead_letter",
+    // The operator may purge dead letters (DELETE) and request their retry (retry_requested_at), never rewrite what
+    // a consumer recorded.
+    for (String refused : List.of(insertOutbox, "SELECT payload FROM outbox", "UPDATE dead_letter SET error = 'e'",
+        "UPDATE dead_letter SET retry_error = 'e'", "UPDATE dead_letter SET retry_failed_at = now()",
         "INSERT INTO dead_letter (consumer_group, topic, stream_key, stream_id, deliveries, error)"
             + " VALUES ('g', 't', 'k', '1-1', 1, 'e')", "SELECT batch_ids FROM relay_lease",
         "SELECT count(*) FROM outbox_purged", "DELETE FROM outbox")) {

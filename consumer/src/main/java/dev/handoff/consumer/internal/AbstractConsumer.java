@@ -3,7 +3,6 @@ package dev.handoff.consumer.internal;
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.DeadLetter;
-import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.InboxPurgeResult;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.PausedWorker;
@@ -36,7 +35,7 @@ import org.slf4j.Logger;
 /**
  * The lifecycle that the stream and the list consumer share: the state (new, polling, running, closed), the worker
  * threads (each running a {@link WorkerLoop}), the one housekeeping thread (lease or heartbeat renewal, the inbox
- * purge), closing with a drain deadline and abandoning what is still busy after it; and the operations that do not
+ * purge; requested dead-letter retries run beside it, see {@link GroupUpkeep}), closing with a drain deadline and abandoning what is still busy after it; and the operations that do not
  * depend on the transport (dead letters, replay from the outbox, processed, inbox purge). What a worker reads and
  * acknowledges ({@link DeliveryWorker}), and what a closed consumer gives back to Redis, stay with the subclasses.
  *
@@ -56,7 +55,7 @@ abstract class AbstractConsumer {
   private final InboxQueries inbox;
   private final OutcomeReporter reporter;
   private final OutboxReplay outboxReplay;
-  private final InboxPurger purger;
+  private final GroupUpkeep upkeep;
   // The subclass's logger, so that log lines keep the category they always had.
   private final Logger log;
   private final String kind;
@@ -93,7 +92,8 @@ abstract class AbstractConsumer {
     this.inbox = new InboxQueries(config.schema());
     this.reporter = new OutcomeReporter(log, words.workerLabel(), words.unit(), config.listener());
     this.outboxReplay = new OutboxReplay(config, dataSource, settler, this::keyOfShard);
-    this.purger = new InboxPurger(config, dataSource, inbox, this::redisFloor);
+    this.upkeep = new GroupUpkeep(config, deadLetters, new InboxPurger(config, dataSource, inbox, this::redisFloor),
+        reporter, log, words.label());
     this.log = log;
     this.words = words;
     this.kind = words.kind();
@@ -209,22 +209,14 @@ abstract class AbstractConsumer {
   }
 
   /**
-   * Schedules the automatic purge of inbox markers past the dedup window on the housekeeping thread, when the
-   * configuration asks for it; a failure is logged and the next run tries again.
+   * Schedules the upkeep of a started consumer (see {@link GroupUpkeep}): the automatic inbox purge on the
+   * housekeeping thread, when the configuration asks for it, and the requested dead-letter retries on a thread of
+   * their own. A failure is logged and the next run tries again.
    */
-  protected final synchronized void scheduleInboxPurge() {
-    if (housekeeping == null || !config.inboxRetention().automatic()) {
-      return;
+  protected final synchronized void scheduleUpkeep() {
+    if (housekeeping != null) {
+      upkeep.schedule(housekeeping, this::guarded);
     }
-    long every = config.inboxRetention().purgeInterval().toMillis();
-    housekeeping.scheduleWithFixedDelay(guarded("the inbox purge", () -> {
-      try {
-        purger.purgeExpired();
-      } catch (RuntimeException e) {
-        log.warn(label + " '{}': automatic inbox purge failed ({}); it runs again in {}", config.group(),
-            e.toString(), config.inboxRetention().purgeInterval());
-      }
-    }), every, every, TimeUnit.MILLISECONDS);
   }
 
   /** Runs one worker until the consumer stops running; see {@link WorkerLoop#run}. */
@@ -312,6 +304,7 @@ abstract class AbstractConsumer {
     for (Thread t : threads) {
       joinUntil(t, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
     }
+    upkeep.close(Duration.ofNanos(Math.max(0, end - System.nanoTime())).plusSeconds(2));
     synchronized (this) {
       if (housekeeping != null) {
         housekeeping.shutdownNow();
@@ -338,6 +331,7 @@ abstract class AbstractConsumer {
     closed.complete(false);
     stopping.countDown();
     MetricsRefresher.close(metrics);
+    upkeep.close(Duration.ZERO);
     synchronized (this) {
       if (housekeeping != null) {
         housekeeping.shutdownNow();
@@ -396,28 +390,32 @@ abstract class AbstractConsumer {
 
   /** See {@link dev.handoff.consumer.HandoffConsumer#retry}; a retry that ran tells the listener it was handled. */
   public final boolean retry(long deadLetterId) {
-    InboundMessage m = deadLetters.retry(deadLetterId);
-    if (m != null) {
-      reporter.emit(l -> l.handled(m));
-      log.info(label + " '{}': dead letter {} (message {}) retried and processed", config.group(), deadLetterId,
-          m.messageId());
-    }
-    return m != null;
+    return upkeep.retry(deadLetterId);
   }
 
   /** See {@link dev.handoff.consumer.HandoffConsumer#retryAll}. */
   public final int retryAll() {
-    return deadLetters.retryAll(this::retry);
+    return upkeep.retryAll();
+  }
+
+  /**
+   * Runs the group's requested dead-letter retries now, on the caller's thread, as a started consumer does every
+   * {@code retryRequestInterval}: for the test kit's {@code runRequestedRetriesNow}.
+   *
+   * @return how many requests ran (retried, or failed again)
+   */
+  public final int runRequestedRetriesNow() {
+    return upkeep.runRequested();
   }
 
   /** See {@link dev.handoff.consumer.StreamConsumer#purgeInbox(Instant)}. */
   public final long purgeInbox(Instant processedBefore) {
-    return purger.purgeOrRefuse(processedBefore);
+    return upkeep.purgeInbox(processedBefore);
   }
 
   /** See {@link dev.handoff.consumer.HandoffConsumer#purgeInbox()}. */
   public final InboxPurgeResult purgeInbox() {
-    return purger.purgeExpired();
+    return upkeep.purgeInbox();
   }
 
   /**

@@ -6,8 +6,10 @@ import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.MessageHandler;
+import dev.handoff.consumer.RetryLaterException;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.Savepoint;
 import java.util.List;
 import java.util.function.LongPredicate;
 import javax.sql.DataSource;
@@ -101,31 +103,9 @@ final class DeadLetterService {
           c.rollback();
           return null;
         }
-        InboundMessage m = stored.message();
-        if (m == null) {
-          throw new ConsumerException("dead letter " + deadLetterId + " of consumer group '" + group
-              + "' cannot be retried: its entry could not be decoded or was lost, so the message is not stored");
-        }
-        // The marker is the fence here too: dead -> processed in the transaction of the effect, or, if a delivery
-        // meanwhile processed the message, no second run.
-        boolean run = inbox.revive(c, group, m.messageId(), m.streamId())
-            || !inbox.insert(c, group, List.of(m.messageId()), List.of(m.streamId()), InboxQueries.PROCESSED)
-                .isEmpty();
-        if (run) {
-          try {
-            if (batchHandler != null) {
-              batchHandler.handle(c, List.of(m));
-            } else {
-              handler.handle(c, m);
-            }
-          } catch (Exception e) {
-            throw new ConsumerException("retry of dead letter " + deadLetterId + " (message " + m.messageId()
-                + ") in consumer group '" + group + "' failed; it stays dead", e);
-          }
-        }
-        deadLetters.markRetried(c, deadLetterId);
+        boolean run = runLocked(c, stored);
         c.commit();
-        return run ? m : null;
+        return run ? stored.message() : null;
       } catch (RuntimeException | SQLException e) {
         Jdbc.rollbackQuietly(c);
         throw e;
@@ -137,6 +117,105 @@ final class DeadLetterService {
       if (borrowed != null) {
         Jdbc.giveBack(borrowed);
       }
+    }
+  }
+
+  /**
+   * What one requested retry came to.
+   *
+   * @param id the dead letter, or 0 when no request was open
+   * @param message the message, when the handler ran and committed
+   * @param failure the handler's failure, recorded on the dead letter, when it failed again
+   */
+  record Requested(long id, InboundMessage message, ConsumerException failure) {
+
+    static final Requested NONE = new Requested(0, null, null);
+  }
+
+  /**
+   * Runs the group's oldest requested retry that no other consumer is running, in one transaction holding its row
+   * lock throughout: marker dead -> processed and the handler, then the row marked retried and its request cleared.
+   * If the handler fails, that much rolls back (to a savepoint) and the same transaction clears the request and
+   * records the failure, so that the message stays dead and runs once per request, never in a loop.
+   *
+   * @return {@link Requested#NONE} when no request was open
+   * @throws RetryLaterException if the handler said the environment failed: all rolls back, the request stays
+   * @throws ConsumerException if the database failed: all rolls back, the request stays
+   */
+  Requested runNextRequested() {
+    Connection borrowed = null;
+    try {
+      Connection c = dataSource.getConnection();
+      borrowed = c;
+      c.setAutoCommit(false);
+      DeadLetterQueries.Stored stored = deadLetters.claimRequested(c, group);
+      if (stored == null) {
+        c.rollback();
+        return Requested.NONE;
+      }
+      Savepoint beforeHandler = c.setSavepoint();
+      try {
+        boolean run = runLocked(c, stored);
+        c.commit();
+        return new Requested(stored.id(), run ? stored.message() : null, null);
+      } catch (HandlerFailedException e) {
+        if (e.getCause() instanceof RetryLaterException later) {
+          throw later;
+        }
+        c.rollback(beforeHandler);
+        deadLetters.recordRetryFailure(c, stored.id(), BatchSettler.describe(e.getCause()));
+        c.commit();
+        return new Requested(stored.id(), null, e);
+      }
+    } catch (SQLException e) {
+      throw new ConsumerException("a requested dead-letter retry of consumer group '" + group
+          + "' failed in the database", e);
+    } finally {
+      if (borrowed != null) {
+        Jdbc.giveBack(borrowed);
+      }
+    }
+  }
+
+  /**
+   * The retry itself, on a locked dead letter: the marker is the fence here too: dead -> processed in the
+   * transaction of the effect, or, if a delivery meanwhile processed the message, no second run. The row is then
+   * marked retried (and any request cleared); the caller commits.
+   *
+   * @return whether the handler ran
+   * @throws HandlerFailedException if the handler threw; nothing of this call is to commit
+   */
+  private boolean runLocked(Connection c, DeadLetterQueries.Stored stored) throws SQLException {
+    InboundMessage m = stored.message();
+    if (m == null) {
+      throw new ConsumerException("dead letter " + stored.id() + " of consumer group '" + group
+          + "' cannot be retried: its entry could not be decoded or was lost, so the message is not stored");
+    }
+    boolean run = inbox.revive(c, group, m.messageId(), m.streamId())
+        || !inbox.insert(c, group, List.of(m.messageId()), List.of(m.streamId()), InboxQueries.PROCESSED).isEmpty();
+    if (run) {
+      try {
+        if (batchHandler != null) {
+          batchHandler.handle(c, List.of(m));
+        } else {
+          handler.handle(c, m);
+        }
+      } catch (Exception e) {
+        throw new HandlerFailedException("retry of dead letter " + stored.id() + " (message " + m.messageId()
+            + ") in consumer group '" + group + "' failed; it stays dead", e);
+      }
+    }
+    deadLetters.markRetried(c, stored.id());
+    return run;
+  }
+
+  /** The handler failed during a retry; the cause is the handler's exception. */
+  static final class HandlerFailedException extends ConsumerException {
+
+    private static final long serialVersionUID = 1L;
+
+    HandlerFailedException(String message, Throwable cause) {
+      super(message, cause);
     }
   }
 }

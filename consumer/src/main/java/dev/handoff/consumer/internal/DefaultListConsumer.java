@@ -81,7 +81,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   public void start() {
     beginStart();
     startHousekeeping(true);
-    scheduleInboxPurge();
+    scheduleUpkeep();
     for (ListWorker w : workers) {
       startWorker(w, "handoff-list-consumer-" + config.group() + "-" + w.index);
     }

@@ -81,7 +81,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
           config.group(), e.toString());
     }
     startLeaseKeeper();
-    scheduleInboxPurge();
+    scheduleUpkeep();
     for (StreamWorker w : workers) {
       startWorker(w, "handoff-consumer-" + config.group() + "-" + w.index);
     }

@@ -204,6 +204,20 @@ public final class ConsumerTestKit {
   }
 
   /**
+   * Runs the group's open dead-letter retry requests ({@link dev.handoff.consumer.DeadLetterAdmin#requestRetry})
+   * now, on the caller's thread, through this consumer's handler, as a started consumer does every
+   * {@code retryRequestInterval}: a test that must not depend on that schedule, or a consumer that is only polled,
+   * calls this instead.
+   *
+   * @return how many requests ran (retried, or failed again and recorded)
+   */
+  public static int runRequestedRetriesNow(HandoffConsumer consumer) {
+    return consumer instanceof DefaultStreamConsumer s
+        ? s.runRequestedRetriesNow()
+        : ((DefaultListConsumer) consumer).runRequestedRetriesNow();
+  }
+
+  /**
    * Waits until {@code condition} holds.
    *
    * @throws AssertionError naming {@code what} if it does not by {@code deadline}

@@ -17,11 +17,13 @@ GRANT SELECT, DELETE ON :"schema".inbox TO :"role";
 GRANT INSERT (consumer_group, message_id, stream_id, outcome) ON :"schema".inbox TO :"role";
 GRANT UPDATE (outcome, processed_at, stream_id) ON :"schema".inbox TO :"role";
 
--- Dead letters: written when a message gives up, listed, counted, and marked retried.
+-- Dead letters: written when a message gives up, listed, counted, and marked retried; a retry an operator requested
+-- is picked up by the housekeeping, which clears the request and, when the handler fails again, records why.
 GRANT SELECT ON :"schema".dead_letter TO :"role";
 GRANT INSERT (consumer_group, message_id, topic, stream_key, stream_id, outbox_id, message_key, type, headers,
     payload, created_at, deliveries, error) ON :"schema".dead_letter TO :"role";
-GRANT UPDATE (status, retried_at) ON :"schema".dead_letter TO :"role";
+GRANT UPDATE (status, retried_at, retry_requested_at, retry_failed_at, retry_error) ON :"schema".dead_letter
+    TO :"role";
 
 -- The outbox, read only: the message of an entry Redis lost, a replay's pages (every column), the list
 -- transport's backlog, and whether the outbox still holds a marker's message (the purge's rule).

@@ -1,11 +1,13 @@
--- handoff: grants for the operator role: reading the status (outbox depth, leases, consumer groups), listing and
--- retrying dead letters, and purging inbox markers. It cannot append, publish or consume.
+-- handoff: grants for the operator role: reading the status (outbox depth, leases, consumer groups), listing,
+-- retrying, requesting retries of and purging dead letters, and purging inbox markers. It cannot append, publish
+-- or consume.
 --
 -- Run with psql:    psql -v schema=handoff -v role=ops -f operator.sql
 -- or from Java:     HandoffGrants.apply(dataSource, HandoffGrants.Role.OPERATOR, "handoff", "ops")
 -- The role itself (CREATE ROLE ... LOGIN) is yours; these statements only grant, and granting twice is harmless.
--- A dead-letter retry runs the consumer's handler in its transaction, as this role: grant it the handler's tables
--- too, or leave retries to the consumer role.
+-- A dead-letter retry run by this role (HandoffConsumer.retry) runs the consumer's handler in its transaction, as
+-- this role: grant it the handler's tables too, or request the retry instead (DeadLetterAdmin.requestRetry,
+-- `handoff dlq retry`), which the running consumers run as the consumer role.
 
 GRANT USAGE ON SCHEMA :"schema" TO :"role";
 
@@ -17,9 +19,11 @@ GRANT SELECT (id, message_id, topic, shard, created_at, published_at) ON :"schem
 -- is live.
 GRANT SELECT (topic, shard, owner, epoch, key_prefix, expires_at) ON :"schema".relay_lease TO :"role";
 
--- Dead letters: listed and counted, locked and marked retried by a retry.
-GRANT SELECT ON :"schema".dead_letter TO :"role";
-GRANT UPDATE (status, retried_at) ON :"schema".dead_letter TO :"role";
+-- Dead letters: listed and counted, locked and marked retried by a retry; a retry requested for the running
+-- consumers to run (DeadLetterAdmin, `handoff dlq retry`: retry_requested_at only, the consumer role records the
+-- outcome); and purged (`handoff dlq purge`: the rows only, the inbox markers stay).
+GRANT SELECT, DELETE ON :"schema".dead_letter TO :"role";
+GRANT UPDATE (status, retried_at, retry_requested_at) ON :"schema".dead_letter TO :"role";
 
 -- A retry is fenced by the inbox marker like a delivery (revive the dead marker, or insert one); the purge reads
 -- every column (and the system column ctid) and deletes markers.

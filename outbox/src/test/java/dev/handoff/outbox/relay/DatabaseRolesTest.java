@@ -99,14 +99,15 @@ class DatabaseRolesTest {
         "dead_letter:SELECT",
         cols("dead_letter", "INSERT", "consumer_group", "message_id", "topic", "stream_key", "stream_id",
             "outbox_id", "message_key", "type", "headers", "payload", "created_at", "deliveries", "error"),
-        cols("dead_letter", "UPDATE", "status", "retried_at"),
+        cols("dead_letter", "UPDATE", "status", "retried_at", "retry_requested_at", "retry_failed_at",
+            "retry_error"),
         "outbox:SELECT", "outbox_purged:SELECT"));
     assertThat(env.newRole().grant(Role.OPERATOR).privileges()).containsExactlyElementsOf(sorted(
         "schema:USAGE",
         cols("outbox", "SELECT", "id", "message_id", "topic", "shard", "created_at", "published_at"),
         cols("relay_lease", "SELECT", "topic", "shard", "owner", "epoch", "expires_at"),
-        "dead_letter:SELECT",
-        cols("dead_letter", "UPDATE", "status", "retried_at"),
+        "dead_letter:SELECT", "dead_letter:DELETE",
+        cols("dead_letter", "UPDATE", "status", "retried_at", "retry_requested_at"),
         "inbox:SELECT", "inbox:DELETE",
         cols("inbox", "INSERT", "consumer_group", "message_id", "stream_id", "outcome"),
         cols("inbox", "UPDATE", "outcome", "processed_at", "stream_id")));

@@ -116,7 +116,7 @@ public final class ConsumerMetrics implements ConsumerListener {
     return new ConsumerConfig(c.schema(), c.keyPrefix(), c.topic(), c.group(), c.consumerName(), timed, timedBatch,
         c.workers(), c.batchSize(), c.block(), c.minIdle(), c.leaseRenewInterval(), c.reclaimInterval(),
         c.maxDeliveries(), c.initialBackoff(), c.maxBackoff(), c.startPosition(), c.failureIsolation(),
-        c.redisPoolWait(), c.statusScanLimit(), c.inboxRetention(), this, c.clock());
+        c.redisPoolWait(), c.statusScanLimit(), c.inboxRetention(), c.retryRequestInterval(), this, c.clock());
   }
 
   // ---- the gauges: from one status call per refresh -------------------------------------------------------------
