@@ -1,6 +1,7 @@
 package dev.handoff.consumer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.testing.HandoffTest;
@@ -101,6 +102,15 @@ class DocumentedDefaultsTest {
     assertThat(defaults.purgeInterval()).isEqualTo(Duration.ofMinutes(10));
     assertThat(stream().config().inboxRetention()).isEqualTo(defaults);
     assertThat(list().config().inboxRetention()).isEqualTo(defaults);
+  }
+
+  @Test
+  void requestedDeadLetterRetriesArePickedUpEveryFiveSeconds() {
+    assertThat(ConsumerBuilder.DEFAULT_RETRY_REQUEST_INTERVAL).isEqualTo(Duration.ofSeconds(5));
+    assertThat(stream().config().retryRequestInterval()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(list().config().retryRequestInterval()).isEqualTo(Duration.ofSeconds(5));
+    assertThatThrownBy(() -> stream().retryRequestInterval(Duration.ZERO).config())
+        .isInstanceOf(IllegalArgumentException.class).hasMessage("retryRequestInterval must be positive, was PT0S");
   }
 
   @Test

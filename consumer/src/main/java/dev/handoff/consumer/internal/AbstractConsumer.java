@@ -1,25 +1,14 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
-import dev.handoff.consumer.ConsumerException;
-import dev.handoff.consumer.DeadLetter;
-import dev.handoff.consumer.InboxPurgeResult;
-import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.PausedWorker;
-import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.outbox.Health;
 import dev.handoff.outbox.internal.MetricsRefresher;
 import dev.handoff.outbox.testkit.SimulatedCrash;
-import java.sql.Connection;
-import java.sql.SQLException;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
-import java.util.Set;
-import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -35,27 +24,19 @@ import org.slf4j.Logger;
 /**
  * The lifecycle that the stream and the list consumer share: the state (new, polling, running, closed), the worker
  * threads (each running a {@link WorkerLoop}), the one housekeeping thread (lease or heartbeat renewal, the inbox
- * purge; requested dead-letter retries run beside it, see {@link GroupUpkeep}), closing with a drain deadline and abandoning what is still busy after it; and the operations that do not
- * depend on the transport (dead letters, replay from the outbox, processed, inbox purge). What a worker reads and
- * acknowledges ({@link DeliveryWorker}), and what a closed consumer gives back to Redis, stay with the subclasses.
+ * purge; requested dead-letter retries run beside it, see {@link GroupUpkeep}), closing with a drain deadline and
+ * abandoning what is still busy after it. The operations that depend on neither the lifecycle nor the transport
+ * are {@link ConsumerOperations}'. What a worker reads and acknowledges ({@link DeliveryWorker}), and what a closed consumer gives back to Redis, stay with the subclasses.
  *
  * <p>Thread-safe: the state is atomic, the housekeeping executor is guarded by {@code this}, and the abandon flag
  * is volatile. {@link #newWorkerThread} is meant for {@code start()} only, which the state lets run once.
  */
-abstract class AbstractConsumer {
+abstract class AbstractConsumer extends ConsumerOperations {
 
   static final Duration DEFAULT_CLOSE_DEADLINE = Duration.ofSeconds(30);
 
   private enum State { NEW, POLLING, RUNNING, CLOSED }
 
-  protected final ConsumerConfig config;
-  protected final BatchSettler settler;
-  protected final DeadLetterService deadLetters;
-  private final DataSource dataSource;
-  private final InboxQueries inbox;
-  private final OutcomeReporter reporter;
-  private final OutboxReplay outboxReplay;
-  private final GroupUpkeep upkeep;
   // The subclass's logger, so that log lines keep the category they always had.
   private final Logger log;
   private final String kind;
@@ -85,15 +66,7 @@ abstract class AbstractConsumer {
   record Words(String kind, String label, String workerLabel, String unit, String abandonNote) {}
 
   AbstractConsumer(ConsumerConfig config, DataSource dataSource, Logger log, Words words) {
-    this.config = config;
-    this.dataSource = dataSource;
-    this.settler = new BatchSettler(config, dataSource);
-    this.deadLetters = new DeadLetterService(config, dataSource);
-    this.inbox = new InboxQueries(config.schema());
-    this.reporter = new OutcomeReporter(log, words.workerLabel(), words.unit(), config.listener());
-    this.outboxReplay = new OutboxReplay(config, dataSource, settler, this::keyOfShard);
-    this.upkeep = new GroupUpkeep(config, deadLetters, new InboxPurger(config, dataSource, inbox, this::redisFloor),
-        reporter, log, words.label());
+    super(config, dataSource, log, words.workerLabel(), words.unit(), words.label());
     this.log = log;
     this.words = words;
     this.kind = words.kind();
@@ -108,7 +81,7 @@ abstract class AbstractConsumer {
    * @param afterRedisFailure run when a worker meets a Redis failure, before it pauses
    */
   protected final DeliveryWorker.Shared sharedByWorkers(ConsumerFaults faults, Runnable afterRedisFailure) {
-    return new DeliveryWorker.Shared(config, settler, reporter, faults, this::running, this::abandoning, log,
+    return new DeliveryWorker.Shared(config, settler, reporter(), faults, this::running, this::abandoning, log,
         words.workerLabel(), afterRedisFailure);
   }
 
@@ -122,10 +95,6 @@ abstract class AbstractConsumer {
       }
     }
     return out;
-  }
-
-  protected final OutcomeReporter reporter() {
-    return reporter;
   }
 
   /** Moves a new consumer to running, or throws: a consumer starts once. */
@@ -234,11 +203,6 @@ abstract class AbstractConsumer {
   /** The attached metrics refresher, or null: for the test kit's {@code refreshMetricsNow}. */
   public final MetricsRefresher metrics() {
     return metrics;
-  }
-
-  /** The immutable settings this consumer runs with. */
-  public final ConsumerConfig config() {
-    return config;
   }
 
   /** Closes with the default deadline of 30 s; see {@link #close(Duration)}. */
@@ -352,70 +316,6 @@ abstract class AbstractConsumer {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-  }
-
-  /** The stream or list key that shard {@code shard}'s messages are delivered on. */
-  protected abstract String keyOfShard(int shard);
-
-  /**
-   * The position below which Redis holds nothing of the topic, {ms, seq}, for the inbox purge's rule.
-   *
-   * @throws dev.handoff.consumer.InboxPurgeRefusedException when it cannot be known
-   */
-  protected abstract long[] redisFloor();
-
-  /** See {@link dev.handoff.consumer.HandoffConsumer#replayFromOutbox}; reports to the counters and listener. */
-  public final ReplayResult replayFromOutbox(OutboxRange range) {
-    java.util.Objects.requireNonNull(range, "range");
-    return outboxReplay.run(range, reporter::handled, soFar -> reporter.emit(l -> l.replayProgress(soFar)));
-  }
-
-  /** See {@link dev.handoff.consumer.HandoffConsumer#processed}. */
-  public final Set<UUID> processed(Collection<UUID> messageIds) {
-    List<UUID> ids = List.copyOf(messageIds);
-    if (ids.isEmpty()) {
-      return Set.of();
-    }
-    try (Connection c = dataSource.getConnection()) {
-      return inbox.processed(c, config.group(), ids);
-    } catch (SQLException e) {
-      throw new ConsumerException("could not read the inbox markers of consumer group '" + config.group() + "'", e);
-    }
-  }
-
-  /** See {@link dev.handoff.consumer.HandoffConsumer#deadLetters}. */
-  public final List<DeadLetter> deadLetters(int limit) {
-    return deadLetters.list(limit);
-  }
-
-  /** See {@link dev.handoff.consumer.HandoffConsumer#retry}; a retry that ran tells the listener it was handled. */
-  public final boolean retry(long deadLetterId) {
-    return upkeep.retry(deadLetterId);
-  }
-
-  /** See {@link dev.handoff.consumer.HandoffConsumer#retryAll}. */
-  public final int retryAll() {
-    return upkeep.retryAll();
-  }
-
-  /**
-   * Runs the group's requested dead-letter retries now, on the caller's thread, as a started consumer does every
-   * {@code retryRequestInterval}: for the test kit's {@code runRequestedRetriesNow}.
-   *
-   * @return how many requests ran (retried, or failed again)
-   */
-  public final int runRequestedRetriesNow() {
-    return upkeep.runRequested();
-  }
-
-  /** See {@link dev.handoff.consumer.StreamConsumer#purgeInbox(Instant)}. */
-  public final long purgeInbox(Instant processedBefore) {
-    return upkeep.purgeInbox(processedBefore);
-  }
-
-  /** See {@link dev.handoff.consumer.HandoffConsumer#purgeInbox()}. */
-  public final InboxPurgeResult purgeInbox() {
-    return upkeep.purgeInbox();
   }
 
   /**

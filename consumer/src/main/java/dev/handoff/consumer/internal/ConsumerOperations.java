@@ -1,0 +1,130 @@
+package dev.handoff.consumer.internal;
+
+import dev.handoff.consumer.ConsumerConfig;
+import dev.handoff.consumer.ConsumerException;
+import dev.handoff.consumer.DeadLetter;
+import dev.handoff.consumer.InboxPurgeResult;
+import dev.handoff.consumer.OutboxRange;
+import dev.handoff.consumer.ReplayResult;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Instant;
+import java.util.Collection;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+
+/**
+ * What a consumer does that depends neither on its lifecycle nor on its transport: dead letters (list, retry,
+ * requested retries), replay from the outbox, which messages were processed, the inbox purge; and what the
+ * workers share with them (the settings, the batch settler, the outcome reporter). {@link AbstractConsumer} adds
+ * the lifecycle.
+ *
+ * <p>Thread-safe: every field is final and thread-safe.
+ */
+abstract class ConsumerOperations {
+
+  protected final ConsumerConfig config;
+  protected final BatchSettler settler;
+  protected final DeadLetterService deadLetters;
+  private final DataSource dataSource;
+  private final InboxQueries inbox;
+  private final OutcomeReporter reporter;
+  private final OutboxReplay outboxReplay;
+  /** The dead-letter retries and the inbox purge, which the lifecycle schedules and stops. */
+  final GroupUpkeep upkeep;
+
+  /**
+   * @param workerLabel how a worker's log lines start ({@code "Consumer"})
+   * @param unit what the transport calls one delivery ({@code "entry"})
+   * @param label how the group's log lines start ({@code "Consumer group"})
+   */
+  ConsumerOperations(ConsumerConfig config, DataSource dataSource, Logger log, String workerLabel, String unit,
+      String label) {
+    this.config = config;
+    this.dataSource = dataSource;
+    this.settler = new BatchSettler(config, dataSource);
+    this.deadLetters = new DeadLetterService(config, dataSource);
+    this.inbox = new InboxQueries(config.schema());
+    this.reporter = new OutcomeReporter(log, workerLabel, unit, config.listener());
+    this.outboxReplay = new OutboxReplay(config, dataSource, settler, this::keyOfShard);
+    this.upkeep = new GroupUpkeep(config, deadLetters, new InboxPurger(config, dataSource, inbox, this::redisFloor),
+        reporter, log, label);
+  }
+
+  protected final OutcomeReporter reporter() {
+    return reporter;
+  }
+
+  /** The immutable settings this consumer runs with. */
+  public final ConsumerConfig config() {
+    return config;
+  }
+
+  /** The stream or list key that shard {@code shard}'s messages are delivered on. */
+  protected abstract String keyOfShard(int shard);
+
+  /**
+   * The position below which Redis holds nothing of the topic, {ms, seq}, for the inbox purge's rule.
+   *
+   * @throws dev.handoff.consumer.InboxPurgeRefusedException when it cannot be known
+   */
+  protected abstract long[] redisFloor();
+
+  /** See {@link dev.handoff.consumer.HandoffConsumer#replayFromOutbox}; reports to the counters and listener. */
+  public final ReplayResult replayFromOutbox(OutboxRange range) {
+    Objects.requireNonNull(range, "range");
+    return outboxReplay.run(range, reporter::handled, soFar -> reporter.emit(l -> l.replayProgress(soFar)));
+  }
+
+  /** See {@link dev.handoff.consumer.HandoffConsumer#processed}. */
+  public final Set<UUID> processed(Collection<UUID> messageIds) {
+    List<UUID> ids = List.copyOf(messageIds);
+    if (ids.isEmpty()) {
+      return Set.of();
+    }
+    try (Connection c = dataSource.getConnection()) {
+      return inbox.processed(c, config.group(), ids);
+    } catch (SQLException e) {
+      throw new ConsumerException("could not read the inbox markers of consumer group '" + config.group() + "'", e);
+    }
+  }
+
+  /** See {@link dev.handoff.consumer.HandoffConsumer#deadLetters}. */
+  public final List<DeadLetter> deadLetters(int limit) {
+    return deadLetters.list(limit);
+  }
+
+  /** See {@link dev.handoff.consumer.HandoffConsumer#retry}; a retry that ran tells the listener it was handled. */
+  public final boolean retry(long deadLetterId) {
+    return upkeep.retry(deadLetterId);
+  }
+
+  /** See {@link dev.handoff.consumer.HandoffConsumer#retryAll}. */
+  public final int retryAll() {
+    return upkeep.retryAll();
+  }
+
+  /**
+   * Runs the group's requested dead-letter retries now, on the caller's thread, as a started consumer does every
+   * {@code retryRequestInterval}: for the test kit's {@code runRequestedRetriesNow}.
+   *
+   * @return how many requests ran (retried, or failed again)
+   */
+  public final int runRequestedRetriesNow() {
+    return upkeep.runRequested();
+  }
+
+  /** See {@link dev.handoff.consumer.StreamConsumer#purgeInbox(Instant)}. */
+  public final long purgeInbox(Instant processedBefore) {
+    return upkeep.purgeInbox(processedBefore);
+  }
+
+  /** See {@link dev.handoff.consumer.HandoffConsumer#purgeInbox()}. */
+  public final InboxPurgeResult purgeInbox() {
+    return upkeep.purgeInbox();
+  }
+}
