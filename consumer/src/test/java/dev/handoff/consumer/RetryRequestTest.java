@@ -40,6 +40,7 @@ class RetryRequestTest {
 
   private final TestEnvironment env;
   private final Set<UUID> failing = ConcurrentHashMap.newKeySet();
+  private final Set<UUID> environmentDown = ConcurrentHashMap.newKeySet();
   private final Map<UUID, AtomicInteger> attempts = new ConcurrentHashMap<>();
 
   RetryRequestTest(TestEnvironment env) {
@@ -55,6 +56,9 @@ class RetryRequestTest {
     MessageHandler effect = f.effect(group, null);
     return (tx, m) -> {
       attempts.computeIfAbsent(m.messageId(), id -> new AtomicInteger()).incrementAndGet();
+      if (environmentDown.contains(m.messageId())) {
+        throw new RetryLaterException("the card processor is unreachable");
+      }
       if (failing.contains(m.messageId())) {
         throw new IllegalStateException("cannot book payment " + m.key());
       }
@@ -180,13 +184,25 @@ class RetryRequestTest {
       assertThat(admin().requestRetry("g", DeadLetterSelection.all())).isEqualTo(new RetryRequestResult(1, 0));
       assertThat(ConsumerTestKit.runRequestedRetriesNow(consumer)).isEqualTo(1);
       assertThat(attempts(poison)).isEqualTo(3);
-      assertThat(admin().show(dead.id()).orElseThrow().state()).isEqualTo(State.RETRY_FAILED);
+      DeadLetter failedTwice = admin().show(dead.id()).orElseThrow();
+      assertThat(failedTwice.state()).isEqualTo(State.RETRY_FAILED);
 
-      // and once it is fixed, the next request commits its effect once
+      // a failure of the environment is not the message's: the request stays for the next turn, nothing recorded
       failing.clear();
+      environmentDown.add(poison);
       admin().requestRetry("g", DeadLetterSelection.id(dead.id()));
-      assertThat(ConsumerTestKit.runRequestedRetriesNow(consumer)).isEqualTo(1);
+      assertThat(ConsumerTestKit.runRequestedRetriesNow(consumer)).isZero();
       assertThat(attempts(poison)).isEqualTo(4);
+      DeadLetter postponed = admin().show(dead.id()).orElseThrow();
+      assertThat(postponed.state()).isEqualTo(State.RETRY_REQUESTED);
+      assertThat(postponed.retryFailedAt()).isEqualTo(failedTwice.retryFailedAt());
+      assertThat(postponed.retryError()).isEqualTo(failedTwice.retryError());
+      assertThat(f.inboxCount("g", "dead")).isEqualTo(1);
+
+      // and once it is fixed, the same request commits its effect once
+      environmentDown.clear();
+      assertThat(ConsumerTestKit.runRequestedRetriesNow(consumer)).isEqualTo(1);
+      assertThat(attempts(poison)).isEqualTo(5);
       assertThat(admin().show(dead.id()).orElseThrow().state()).isEqualTo(State.RETRIED);
       assertThat(f.effectCount("g", poison)).isEqualTo(1);
       assertThat(f.inboxCount("g", "dead")).isZero();

@@ -6,7 +6,6 @@ import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.MessageHandler;
-import dev.handoff.consumer.RetryLaterException;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Savepoint;
@@ -139,7 +138,8 @@ final class DeadLetterService {
    * records the failure, so that the message stays dead and runs once per request, never in a loop.
    *
    * @return {@link Requested#NONE} when no request was open
-   * @throws RetryLaterException if the handler said the environment failed: all rolls back, the request stays
+   * @throws PostponedException if the handler's failure is the environment's or a conflict ({@link Blame}, such as
+   *     a {@link dev.handoff.consumer.RetryLaterException} or a revoked grant): all rolls back, the request stays
    * @throws ConsumerException if the database failed: all rolls back, the request stays
    */
   Requested runNextRequested() {
@@ -159,8 +159,9 @@ final class DeadLetterService {
         c.commit();
         return new Requested(stored.id(), run ? stored.message() : null, null);
       } catch (HandlerFailedException e) {
-        if (e.getCause() instanceof RetryLaterException later) {
-          throw later;
+        if (Blame.of(e.getCause()) != Blame.MESSAGE) {
+          throw new PostponedException("requested retry of dead letter " + stored.id() + " of consumer group '"
+              + group + "' postponed, the failure is not the message's: " + e.getCause(), e.getCause());
         }
         c.rollback(beforeHandler);
         deadLetters.recordRetryFailure(c, stored.id(), BatchSettler.describe(e.getCause()));
@@ -207,6 +208,16 @@ final class DeadLetterService {
     }
     deadLetters.markRetried(c, stored.id());
     return run;
+  }
+
+  /** A requested retry that must wait for the next turn: the environment failed, not the message. */
+  static final class PostponedException extends ConsumerException {
+
+    private static final long serialVersionUID = 1L;
+
+    PostponedException(String message, Throwable cause) {
+      super(message, cause);
+    }
   }
 
   /** The handler failed during a retry; the cause is the handler's exception. */

@@ -4,7 +4,6 @@ import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.InboxPurgeResult;
-import dev.handoff.consumer.RetryLaterException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.Executors;
@@ -94,8 +93,8 @@ final class GroupUpkeep {
   /**
    * Runs the group's open retry requests, oldest first, each in its own transaction, until none is left (or the
    * consumer closes). A handler that fails again leaves its message dead with the failure recorded and the request
-   * cleared, with one WARN; a database failure or a {@link RetryLaterException} leaves the request for the next
-   * turn.
+   * cleared, with one WARN; a database failure, or a handler failure that is the environment's (such as a
+   * {@link dev.handoff.consumer.RetryLaterException}), leaves the request for the next turn.
    *
    * @return how many requests ran (retried, or failed again)
    */
@@ -105,9 +104,9 @@ final class GroupUpkeep {
       DeadLetterService.Requested r;
       try {
         r = deadLetters.runNextRequested();
-      } catch (RetryLaterException e) {
-        log.warn(label + " '{}': a requested dead-letter retry was postponed by the handler ({}); it runs again in {}",
-            config.group(), e.getMessage(), config.retryRequestInterval());
+      } catch (DeadLetterService.PostponedException e) {
+        log.warn(label + " '{}': {}; it runs again in {}", config.group(), e.getMessage(),
+            config.retryRequestInterval());
         return ran;
       } catch (ConsumerException e) {
         log.warn(label + " '{}': {} ({}); the request stays and runs again in {}", config.group(), e.getMessage(),
