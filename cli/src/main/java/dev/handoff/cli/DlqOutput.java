@@ -3,7 +3,6 @@ package dev.handoff.cli;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.RetryRequestResult;
 import java.io.PrintWriter;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
@@ -68,14 +67,14 @@ final class DlqOutput {
   }
 
   static String json(List<DeadLetter> letters) {
-    StringBuilder b = new StringBuilder("[");
-    for (int i = 0; i < letters.size(); i++) {
-      b.append(i == 0 ? "" : ",").append(json(letters.get(i)));
-    }
-    return b.append(']').toString();
+    return Json.write(letters.stream().map(DlqOutput::fields).toList());
   }
 
   static String json(DeadLetter d) {
+    return Json.write(fields(d));
+  }
+
+  private static Map<String, Object> fields(DeadLetter d) {
     Map<String, Object> x = new LinkedHashMap<>();
     x.put("id", d.id());
     x.put("group", d.group());
@@ -93,42 +92,7 @@ final class DlqOutput {
     x.put("retryable", d.retryable());
     x.put("error", d.error());
     x.put("retry_error", d.retryError());
-    StringBuilder b = new StringBuilder("{");
-    x.forEach((k, v) -> {
-      b.append(b.length() == 1 ? "" : ",");
-      string(b, k);
-      b.append(':');
-      if (v == null) {
-        b.append("null");
-      } else if (v instanceof Number || v instanceof Boolean) {
-        b.append(v);
-      } else {
-        string(b, v instanceof Instant t ? t.toString() : v.toString());
-      }
-    });
-    return b.append('}').toString();
-  }
-
-  private static void string(StringBuilder b, String s) {
-    b.append('"');
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      switch (c) {
-        case '"' -> b.append("\\\"");
-        case '\\' -> b.append("\\\\");
-        case '\n' -> b.append("\\n");
-        case '\r' -> b.append("\\r");
-        case '\t' -> b.append("\\t");
-        default -> {
-          if (c < 0x20) {
-            b.append(String.format("\\u%04x", (int) c));
-          } else {
-            b.append(c);
-          }
-        }
-      }
-    }
-    b.append('"');
+    return x;
   }
 
   private static void line(PrintWriter out, String name, Object value) {
