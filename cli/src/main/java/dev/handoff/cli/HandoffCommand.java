@@ -37,6 +37,10 @@ public final class HandoffCommand implements Runnable {
       System.setProperty("logback.configurationFile", "dev/handoff/cli/logback-cli.xml");
     }
     System.setProperty("org.jooq.no-logo", "true");
+    if (System.getProperty("handoff.log.level") == null && (args.length == 0 || !args[0].equals("relay"))) {
+      // A one-shot command prints its own summary on stdout; the library's INFO line would repeat it on stderr.
+      System.setProperty("handoff.log.level", "WARN");
+    }
     return commandLine().execute(args);
   }
 
