@@ -36,11 +36,15 @@ public final class RedisAcl {
 
   private static final Set<String> EVERYONE = Set.of("PING", "EVALSHA", "EVAL");
 
-  /** The relay on streams: publish.lua, trim.lua, and {@code XINFO STREAM} when it takes a lease. */
+  /**
+   * The relay on streams: publish.lua, trim.lua, {@code XINFO STREAM} when it takes a lease, and the repair of
+   * deleted entries (gone.lua, {@code XINFO GROUPS}, {@code XPENDING}, {@code XACK} of gone pending entries), which
+   * {@code handoff repair} also runs with this rule.
+   */
   static final Set<String> RELAY_STREAMS = Set.of("CLIENT|SETNAME",
       "HGET", "EXISTS", "XADD", "HSET", "XRANGE",
       "XINFO|GROUPS", "XPENDING", "XTRIM", "XLEN",
-      "XINFO|STREAM");
+      "XINFO|STREAM", "XACK");
 
   /** The relay on lists: list-push.lua, list-room.lua, list-watermark.lua, and {@code HMGET}, {@code LLEN}. */
   static final Set<String> RELAY_LISTS = Set.of("CLIENT|SETNAME",

@@ -40,6 +40,14 @@ public interface RelayListener {
    */
   default void streamLost(ShardId shard, long republished) {}
 
+  /**
+   * Entries that a consumer group still needed were found gone from the stream (deleted with XDEL, trimmed by hand)
+   * by the relay's maintenance: {@code repair} says which rows were made unpublished again (the relay publishes them
+   * again at the end of the stream with new IDs), which pending entries were acknowledged and which could not be
+   * recovered (their rows were purged). See {@link StreamRepair}.
+   */
+  default void entriesDeleted(ShardId shard, RepairReport.ShardRepair repair) {}
+
   /** The stream was trimmed below {@code minId}, which every consumer group had finished. */
   default void trimmed(ShardId shard, String minId, long evicted) {}
 

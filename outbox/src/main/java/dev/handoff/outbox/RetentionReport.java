@@ -21,12 +21,17 @@ import java.util.List;
  *     ({@code rowsPastRetentionExact} false when there were more rows than that to look at)
  * @param rowsPastRetentionExact whether {@code rowsPastRetention} is exact rather than a lower bound
  * @param oldestPastRetention how long ago the oldest of those rows was published, or {@link Duration#ZERO}
+ * @param repairs the streams on which the run looked for entries still needed and gone (only where an XDEL above
+ *     the trim point happened since the last look; empty otherwise, and then no outbox row was read for it), and
+ *     what it reset and acknowledged (see {@link StreamRepair})
  */
 public record RetentionReport(Instant finishedAt, Duration took, boolean caughtUp, List<StreamRetention> streams,
-    long purged, long rowsPastRetention, boolean rowsPastRetentionExact, Duration oldestPastRetention) {
+    long purged, long rowsPastRetention, boolean rowsPastRetentionExact, Duration oldestPastRetention,
+    List<RepairReport.ShardRepair> repairs) {
 
   public RetentionReport {
     streams = List.copyOf(streams);
+    repairs = List.copyOf(repairs);
   }
 
   /**

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 class RedisAclRulesTest {
 
   static final String RELAY_STREAMS = "resetkeys ~handoff:{* resetchannels -@all +client|setname +eval +evalsha"
-      + " +exists +hget +hset +ping +xadd +xinfo|groups +xinfo|stream +xlen +xpending +xrange +xtrim";
+      + " +exists +hget +hset +ping +xack +xadd +xinfo|groups +xinfo|stream +xlen +xpending +xrange +xtrim";
   static final String RELAY_LISTS = "resetkeys ~handoff:{* resetchannels -@all +client|setname +del +eval +evalsha"
       + " +hget +hkeys +hmget +hset +llen +lrange +ping +rpush";
   static final String STREAM_CONSUMER = "resetkeys ~handoff:{* resetchannels -@all +client|setname +eval +evalsha"
@@ -58,7 +58,7 @@ class RedisAclRulesTest {
   @Test
   void everyCommandTheRelaysScriptsCallIsGranted() {
     List<LuaScript> streams = List.of(LuaScript.resource("/dev/handoff/outbox/publish.lua"),
-        LuaScript.resource("/dev/handoff/outbox/trim.lua"));
+        LuaScript.resource("/dev/handoff/outbox/trim.lua"), LuaScript.resource("/dev/handoff/outbox/gone.lua"));
     List<LuaScript> lists = List.of(LuaScript.resource("/dev/handoff/outbox/list-push.lua"),
         LuaScript.resource("/dev/handoff/outbox/list-room.lua"),
         ListScripts.resource("/dev/handoff/outbox/list-watermark.lua"));
@@ -72,5 +72,6 @@ class RedisAclRulesTest {
     }
     assertThat(streams.get(0).commands()).containsExactly("EXISTS", "HGET", "HSET", "XADD", "XRANGE");
     assertThat(streams.get(1).commands()).containsExactly("EXISTS", "XINFO|GROUPS", "XLEN", "XPENDING", "XTRIM");
+    assertThat(streams.get(2).commands()).containsExactly("EXISTS", "XINFO|GROUPS", "XINFO|STREAM", "XRANGE");
   }
 }

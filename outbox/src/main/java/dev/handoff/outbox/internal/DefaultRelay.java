@@ -85,7 +85,8 @@ public final class DefaultRelay implements Relay {
     LeaseQueries leases = new LeaseQueries(config.schema());
     OutboxQueries outbox = new OutboxQueries(config.schema());
     this.topicNames = config.topics().stream().map(TopicConfig::name).toArray(String[]::new);
-    this.maintenance = new RelayMaintenance(config, streams, leases, outbox, topicNames, this::notify);
+    this.maintenance = new RelayMaintenance(config, streams, leases, outbox, topicNames, this::notify,
+        config.transport() == Transport.STREAM ? new DeletionWatch(config, redis, this::notify) : null);
     this.renewer = new LeaseRenewer(config, this.dataSource, leases);
     this.leaseKeeper = new LeaseKeeper(config, leases, streams, owned, this::autocommit, renewer, this::notify);
     leaseKeeper.onLost(health::leaseLost);

@@ -13,6 +13,10 @@ final class OwnedShard {
   boolean checkAssigned = true;
   /** Entries published since the stream was last trimmed: at {@code trimSlack} it is trimmed again. */
   long sinceTrim;
+  /** The last trim's point: every group finished what is below it. */
+  StreamId trimPoint = StreamId.ZERO;
+  /** The stream's max-deleted-entry-id when the relay last looked (null: not yet), so a deletion is repaired once. */
+  StreamId seenMaxDeleted;
 
   OwnedShard(ShardId id, String streamKey, String relayKey, long epoch, long confirmedAdded, int batchSize) {
     this.id = id;

@@ -2,6 +2,7 @@ package dev.handoff.outbox.internal;
 
 import dev.handoff.outbox.RelayConfig;
 import dev.handoff.outbox.RelayListener;
+import dev.handoff.outbox.RepairReport;
 import dev.handoff.outbox.RetentionReport;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.Transport;
@@ -50,12 +51,13 @@ final class RelayMaintenance {
   private final String[] topicNames;
   private final Consumer<Runnable> notify;
   private final RelayListener listener;
+  private final DeletionWatch deletions;
   private long nextRunNanos;
   private Run run;
   private volatile RetentionReport last;
 
   RelayMaintenance(RelayConfig config, RedisTransport transport, LeaseQueries leases, OutboxQueries outbox,
-      String[] topicNames, Consumer<Runnable> notify) {
+      String[] topicNames, Consumer<Runnable> notify, DeletionWatch deletions) {
     this.config = config;
     this.transport = transport;
     this.leases = leases;
@@ -63,6 +65,7 @@ final class RelayMaintenance {
     this.topicNames = topicNames;
     this.notify = notify;
     this.listener = config.listener();
+    this.deletions = deletions;
     this.nextRunNanos = System.nanoTime();
   }
 
@@ -71,7 +74,10 @@ final class RelayMaintenance {
     final long startNanos = System.nanoTime();
     final long deadlineNanos = startNanos + config.retentionBudget().toNanos();
     final Deque<OwnedShard> toTrim;
+    /** Streams to look at for deleted entries, after the trims (which set their trim points). */
+    final Deque<OwnedShard> toCheck;
     final List<RetentionReport.StreamRetention> trimmed = new ArrayList<>();
+    final List<RepairReport.ShardRepair> repairs = new ArrayList<>();
     long evictedOfCurrent;
     long purged;
     int purgeSteps;
@@ -82,6 +88,7 @@ final class RelayMaintenance {
 
     Run(Collection<OwnedShard> owned) {
       this.toTrim = config.trimStreams() ? new ArrayDeque<>(owned) : new ArrayDeque<>();
+      this.toCheck = deletions != null ? new ArrayDeque<>(owned) : new ArrayDeque<>();
     }
   }
 
@@ -123,6 +130,9 @@ final class RelayMaintenance {
       }
       RedisTransport.TrimResult t = transport.trim(o.streamKey, o.relayKey, noGroupFloor(), config.trimLimit());
       r.evictedOfCurrent += t.evicted();
+      if (!t.minId().isEmpty()) {
+        o.trimPoint = StreamId.parse(t.minId());
+      }
       boolean shardDone = t.minId().isEmpty() || t.evicted() < config.trimLimit();
       boolean outOfTime = System.nanoTime() >= r.deadlineNanos;
       if (shardDone || outOfTime) {
@@ -144,6 +154,9 @@ final class RelayMaintenance {
       if (System.nanoTime() >= sliceEnd) {
         return null;
       }
+    }
+    if (checkDeletions(c, owned, r, sliceEnd)) {
+      return null;
     }
     while (!r.purgeDone) {
       // Past the budget the run stops, after at least one step so that a tiny budget still makes progress.
@@ -197,7 +210,7 @@ final class RelayMaintenance {
     long took = System.nanoTime() - r.startNanos;
     RetentionReport report = new RetentionReport(config.clock().instant(), Duration.ofNanos(took),
         r.caughtUp && r.purgeDone, r.trimmed, r.purged, lag[0], lag[2] < LAG_COUNT_LIMIT,
-        Duration.ofMillis(lag[1]));
+        Duration.ofMillis(lag[1]), r.repairs);
     run = null;
     // On schedule from the run's start; a run that took longer than the interval is followed by the next at once.
     nextRunNanos = r.startNanos + config.maintenanceInterval().toNanos();
@@ -217,6 +230,24 @@ final class RelayMaintenance {
     }
     notify.accept(() -> listener.maintained(report));
     return report;
+  }
+
+  /** Looks at the owned streams for deleted entries ({@link DeletionWatch}); true when the slice ran out first. */
+  private boolean checkDeletions(Connection c, Map<ShardId, OwnedShard> owned, Run r, long sliceEnd)
+      throws SQLException {
+    while (!r.toCheck.isEmpty()) {
+      OwnedShard o = r.toCheck.poll();
+      if (owned.containsKey(o.id)) {
+        RepairReport.ShardRepair repair = deletions.check(c, o, noGroupFloor());
+        if (repair != null) {
+          r.repairs.add(repair);
+        }
+      }
+      if (!r.toCheck.isEmpty() && System.nanoTime() >= sliceEnd) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**

@@ -17,6 +17,10 @@ public record StreamId(long ms, long seq) implements Comparable<StreamId> {
     return a.compareTo(b) >= 0 ? a : b;
   }
 
+  public static StreamId min(StreamId a, StreamId b) {
+    return a.compareTo(b) <= 0 ? a : b;
+  }
+
   @Override
   public int compareTo(StreamId o) {
     int c = Long.compareUnsigned(ms, o.ms);

@@ -4,6 +4,7 @@ import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayConfig;
 import dev.handoff.outbox.RelayListener;
+import dev.handoff.outbox.RepairReport;
 import dev.handoff.outbox.RetentionReport;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
@@ -165,6 +166,7 @@ public final class RelayMetrics implements RelayListener {
     final Counter alreadyPresent;
     final Counter anomalies;
     final Counter streamLost;
+    final Counter entriesDeleted;
 
     ShardMeters(MeterRegistry registry, Tags tags) {
       published = Counter.builder("handoff.relay.published").tags(tags)
@@ -177,12 +179,14 @@ public final class RelayMetrics implements RelayListener {
       alreadyPresent = repairs(registry, tags, "already_present");
       anomalies = repairs(registry, tags, "anomaly");
       streamLost = repairs(registry, tags, "stream_lost");
+      entriesDeleted = repairs(registry, tags, "entries_deleted");
     }
 
     private static Counter repairs(MeterRegistry registry, Tags tags, String kind) {
       return Counter.builder("handoff.relay.repairs").tags(tags).tag("kind", kind)
-          .description("rows the relay repaired: sent again and found present, re-IDed after an anomaly, or"
-              + " republished after Redis lost the stream").register(registry);
+          .description("rows the relay repaired: sent again and found present, re-IDed after an anomaly,"
+              + " republished after Redis lost the stream, or reset after their entries were deleted")
+          .register(registry);
     }
   }
 
@@ -223,6 +227,12 @@ public final class RelayMetrics implements RelayListener {
   public void streamLost(ShardId shard, long republished) {
     meters(shard).streamLost.increment(republished);
     delegate.streamLost(shard, republished);
+  }
+
+  @Override
+  public void entriesDeleted(ShardId shard, RepairReport.ShardRepair repair) {
+    meters(shard).entriesDeleted.increment(repair.rowsReset().size());
+    delegate.entriesDeleted(shard, repair);
   }
 
   @Override
