@@ -18,7 +18,7 @@ import picocli.CommandLine.Spec;
 @Command(name = "handoff", mixinStandardHelpOptions = true, sortOptions = false,
     description = "The outbox relay and the operator's commands for handoff's topics and consumer groups.",
     subcommands = {RelayCommand.class, StatusCommand.class, MigrateCommand.class, GrantsCommand.class,
-        DlqCommand.class, RewindCommand.class, TrimCommand.class})
+        DlqCommand.class, RewindCommand.class, TrimCommand.class, RepairCommand.class})
 public final class HandoffCommand implements Runnable {
 
   /** The exit code of a check that failed. */
