@@ -5,7 +5,6 @@ import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayConfig;
 import dev.handoff.outbox.RelayCycle;
 import dev.handoff.outbox.RelayException;
-import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.RetentionReport;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.TopicConfig;
@@ -31,14 +30,14 @@ import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import redis.clients.jedis.UnifiedJedis;
-import redis.clients.jedis.exceptions.JedisException;
 
 /**
  * The {@link Relay}: its lifecycle (start, close with its drain) and the one thread whose loop runs the jobs in turn,
  * each in a class of its own: the leases ({@link LeaseKeeper}), publishing ({@link ShardPublisher}) and retention
  * ({@link RelayMaintenance}); plus one thread listening for appends' notifications, and one renewing the leases
  * ({@link LeaseRenewer}), stopped last. The jobs share the owned shards
- * and run under one work lock, so {@code relayOnce()} and {@code maintainOnce()} never overlap the loop.
+ * and run under one work lock, so {@code relayOnce()} and {@code maintainOnce()} never overlap the loop. What a
+ * failure does (the backoff, a throwing listener, a dying thread) is {@link RelayFailures}'.
  */
 public final class DefaultRelay implements Relay {
 
@@ -49,7 +48,6 @@ public final class DefaultRelay implements Relay {
   private final DataSource dataSource;
   private final DataSource notificationDataSource;
   private final RelayConfig config;
-  private final RelayListener listener;
   private final String[] topicNames;
   private final RelayMaintenance maintenance;
   private final Waiter waiter = new Waiter();
@@ -63,7 +61,7 @@ public final class DefaultRelay implements Relay {
   private final LeaseKeeper leaseKeeper;
   private final LeaseRenewer renewer;
   private final ShardPublisher publisher;
-  private final RelayFaults faults;
+  private final RelayFailures failures;
   private final RelayHealth health;
   private volatile MetricsRefresher metrics;
 
@@ -74,10 +72,9 @@ public final class DefaultRelay implements Relay {
       RelayConfig config, RelayFaults faults) {
     this.dataSource = Statements.sessionFree(dataSource);
     this.notificationDataSource = notificationDataSource != null ? notificationDataSource : this.dataSource;
-    this.faults = faults;
     this.config = config;
-    this.listener = config.listener();
     this.health = new RelayHealth(config);
+    this.failures = new RelayFailures(config, health, faults);
     // Streams or lists: where the rows go; everything else is the same for both.
     RedisTransport streams = config.transport() == Transport.LIST
         ? new RedisLists(redis, config.listCapacity())
@@ -85,13 +82,13 @@ public final class DefaultRelay implements Relay {
     LeaseQueries leases = new LeaseQueries(config.schema());
     OutboxQueries outbox = new OutboxQueries(config.schema());
     this.topicNames = config.topics().stream().map(TopicConfig::name).toArray(String[]::new);
-    this.maintenance = new RelayMaintenance(config, streams, leases, outbox, topicNames, this::notify,
-        config.transport() == Transport.STREAM ? new DeletionWatch(config, redis, this::notify) : null);
+    this.maintenance = new RelayMaintenance(config, streams, leases, outbox, topicNames, failures::notify,
+        config.transport() == Transport.STREAM ? new DeletionWatch(config, redis, failures::notify) : null);
     this.renewer = new LeaseRenewer(config, this.dataSource, leases);
-    this.leaseKeeper = new LeaseKeeper(config, leases, streams, owned, this::autocommit, renewer, this::notify);
+    this.leaseKeeper = new LeaseKeeper(config, leases, streams, owned, this::autocommit, renewer, failures::notify);
     leaseKeeper.onLost(health::leaseLost);
     this.publisher = new ShardPublisher(config, streams, leases, outbox, faults, maintenance, owned,
-        this::autocommit, leaseKeeper::lost, this::notify);
+        this::autocommit, leaseKeeper::lost, failures::notify);
     leaseKeeper.publisher(publisher);
   }
 
@@ -142,11 +139,11 @@ public final class DefaultRelay implements Relay {
         config.idlePollInterval());
     listenThread = new Thread(notifications, "handoff-relay-listen-" + config.owner());
     listenThread.setDaemon(true);
-    listenThread.setUncaughtExceptionHandler(this::uncaught);
+    listenThread.setUncaughtExceptionHandler(failures::uncaught);
     listenThread.start();
     loop = new Thread(this::runLoop, "handoff-relay-" + config.owner());
-    loop.setUncaughtExceptionHandler(this::uncaught);
-    renewer.start(loop, this::uncaught);
+    loop.setUncaughtExceptionHandler(failures::uncaught);
+    renewer.start(loop, failures::uncaught);
     loop.start();
   }
 
@@ -287,7 +284,6 @@ public final class DefaultRelay implements Relay {
 
   private void loopUntilClosed() {
     long idleMillis = 0;
-    long errorBackoffMillis = 100;
     while (state.get() == State.RUNNING) {
       renewer.checkIn();
       try {
@@ -302,8 +298,7 @@ public final class DefaultRelay implements Relay {
         } finally {
           work.unlock();
         }
-        errorBackoffMillis = 100;
-        health.cycleSucceeded();
+        failures.cycleSucceeded();
         if (publisher.mayHaveMore()) {
           idleMillis = 0;
           continue;
@@ -321,25 +316,9 @@ public final class DefaultRelay implements Relay {
       } catch (SimulatedCrash crash) {
         throw crash;
       } catch (Throwable e) {
-        if (state.get() != State.RUNNING) {
+        if (state.get() != State.RUNNING || !failures.cycleFailed(e, this::forgetProgress)) {
           break;
         }
-        if (e instanceof SQLException || e instanceof JedisException) {
-          // The environment (a database or Redis failure): one line per retry, not a stack trace each time.
-          log.warn("relay {} cycle failed, retrying in {} ms: {}", config.owner(), errorBackoffMillis, e.toString());
-        } else {
-          // A bug or an Error must not end the relay silently while it still says RUNNING: the whole trace.
-          log.error("relay {} cycle failed unexpectedly, retrying in {} ms", config.owner(), errorBackoffMillis, e);
-        }
-        health.cycleFailed(e);
-        notify(() -> listener.failed(e));
-        long pause = errorBackoffMillis;
-        notify(() -> faults.afterFailedCycle(e, Duration.ofMillis(pause)));
-        forgetProgress();
-        if (!pauseAfterFailure(errorBackoffMillis)) {
-          break;
-        }
-        errorBackoffMillis = Math.min(config.idlePollInterval().toMillis() * 5, errorBackoffMillis * 2);
       }
     }
     if (state.get() == State.CLOSING) {
@@ -399,38 +378,6 @@ public final class DefaultRelay implements Relay {
       c.setAutoCommit(true);
     }
     return c;
-  }
-
-  private void notify(Runnable callback) {
-    try {
-      callback.run();
-    } catch (SimulatedCrash crash) {
-      throw crash;
-    } catch (RuntimeException e) {
-      log.warn("relay listener failed: {}", e.toString());
-    } catch (Throwable e) {
-      log.error("relay listener failed", e);
-    }
-  }
-
-  /** Sleeps after a failure; false when the relay is closing or the sleep was interrupted for the close. */
-  private boolean pauseAfterFailure(long millis) {
-    try {
-      Thread.sleep(millis);
-      return true;
-    } catch (InterruptedException ie) {
-      Thread.currentThread().interrupt();
-      return false;
-    }
-  }
-
-  /** What escapes the loop ends the thread: one line for a simulated crash, the whole trace for anything else. */
-  private void uncaught(Thread t, Throwable e) {
-    if (e instanceof SimulatedCrash) {
-      log.warn("relay {}: thread {} stopped by a {}", config.owner(), t.getName(), e.getMessage());
-    } else {
-      log.error("relay {}: thread {} died", config.owner(), t.getName(), e);
-    }
   }
 
   private static void join(Thread t, long deadlineNanos) {

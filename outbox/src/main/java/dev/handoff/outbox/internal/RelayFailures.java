@@ -1,0 +1,90 @@
+package dev.handoff.outbox.internal;
+
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayConfig;
+import dev.handoff.outbox.RelayListener;
+import dev.handoff.outbox.testkit.RelayFaults;
+import dev.handoff.outbox.testkit.SimulatedCrash;
+import java.sql.SQLException;
+import java.time.Duration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import redis.clients.jedis.exceptions.JedisException;
+
+/**
+ * How the relay lives with failures: a failed cycle (logged, reported, then a pause that doubles from 100 ms up to
+ * five idle poll intervals), a listener that throws (logged and ignored, except a simulated crash), and a thread that
+ * dies. The backoff is confined to the relay's loop thread; the rest is stateless and safe from any thread.
+ */
+final class RelayFailures {
+
+  private static final Logger log = LoggerFactory.getLogger(Relay.class);
+  private static final long FIRST_BACKOFF_MILLIS = 100;
+
+  private final RelayConfig config;
+  private final RelayListener listener;
+  private final RelayHealth health;
+  private final RelayFaults faults;
+  private long backoffMillis = FIRST_BACKOFF_MILLIS;
+
+  RelayFailures(RelayConfig config, RelayHealth health, RelayFaults faults) {
+    this.config = config;
+    this.listener = config.listener();
+    this.health = health;
+    this.faults = faults;
+  }
+
+  /** A cycle succeeded: the next failure pauses briefly again. */
+  void cycleSucceeded() {
+    backoffMillis = FIRST_BACKOFF_MILLIS;
+    health.cycleSucceeded();
+  }
+
+  /**
+   * A cycle failed: logs it (one line for a database or Redis failure, the whole trace for anything else), reports it,
+   * runs {@code forgetProgress} and pauses. Returns false when the pause was interrupted (the relay is closing).
+   */
+  boolean cycleFailed(Throwable e, Runnable forgetProgress) {
+    long pause = backoffMillis;
+    if (e instanceof SQLException || e instanceof JedisException) {
+      log.warn("relay {} cycle failed, retrying in {} ms: {}", config.owner(), pause, e.toString());
+    } else {
+      // A bug or an Error must not end the relay silently while it still says RUNNING: the whole trace.
+      log.error("relay {} cycle failed unexpectedly, retrying in {} ms", config.owner(), pause, e);
+    }
+    health.cycleFailed(e);
+    notify(() -> listener.failed(e));
+    notify(() -> faults.afterFailedCycle(e, Duration.ofMillis(pause)));
+    forgetProgress.run();
+    try {
+      Thread.sleep(pause);
+    } catch (InterruptedException ie) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+    backoffMillis = Math.min(config.idlePollInterval().toMillis() * 5, backoffMillis * 2);
+    return true;
+  }
+
+  /** Runs a listener or test-kit callback; what it throws is logged, except a simulated crash, which goes on. */
+  void notify(Runnable callback) {
+    try {
+      callback.run();
+    } catch (SimulatedCrash crash) {
+      throw crash;
+    } catch (RuntimeException e) {
+      log.warn("relay listener failed: {}", e.toString());
+    } catch (Throwable e) {
+      log.error("relay listener failed", e);
+    }
+  }
+
+  /** What escapes a thread of the relay ends it: one line for a simulated crash, the whole trace otherwise. */
+  void uncaught(Thread t, Throwable e) {
+    if (e instanceof SimulatedCrash) {
+      log.warn("relay {}: thread {} stopped by a {}", config.owner(), t.getName(), e.getMessage());
+    } else {
+      log.error("relay {}: thread {} died", config.owner(), t.getName(), e);
+    }
+  }
+}
