@@ -1,5 +1,6 @@
 package dev.handoff.outbox.internal;
 
+import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayConfig;
 import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.RepairReport.ShardRepair;
@@ -23,7 +24,7 @@ import redis.clients.jedis.UnifiedJedis;
  */
 final class DeletionWatch {
 
-  private static final Logger log = LoggerFactory.getLogger(DeletionWatch.class);
+  private static final Logger log = LoggerFactory.getLogger(Relay.class);
 
   private final RelayConfig config;
   private final RelayListener listener;

@@ -9,7 +9,10 @@ import dev.handoff.outbox.RedisAcl;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.RelayListener;
+import dev.handoff.outbox.RepairReport;
+import dev.handoff.outbox.RetentionReport;
 import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.StreamRepair;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.Transport;
 import dev.handoff.outbox.testkit.RelayFaults;
@@ -19,6 +22,7 @@ import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -28,7 +32,10 @@ import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.exceptions.JedisAccessControlException;
+import redis.clients.jedis.params.XReadGroupParams;
+import redis.clients.jedis.resps.StreamEntry;
 
 /**
  * The relay under a Redis user with exactly {@link RedisAcl#relay}: it publishes and maintains on both transports
@@ -123,6 +130,39 @@ class RelayAclTest {
     List<Long> millis = new ArrayList<>();
     pauses.forEach(p -> millis.add(p.toMillis()));
     assertThat(millis.subList(0, 5)).containsExactly(100L, 200L, 400L, 800L, 1_600L);
+  }
+
+  @Test
+  void repairsDeletedEntriesUnderItsRuleAloneWithNothingRefused() throws Exception {
+    String topic = "acl-repair";
+    String stream = StreamFormat.streamKey(env.keyPrefix(), topic, 0);
+    setUser("relay", RedisAcl.relay(env.keyPrefix()));
+    RelayTestSupport.append(env, topic, ROWS);
+    try (RedisClient redis = login("relay");
+        Relay relay = relay(redis, topic).build()) {
+      relay.relayOnce();
+      try (Jedis admin = admin()) {
+        admin.xgroupCreate(stream, "g", new StreamEntryID(0, 0), false);
+        admin.xreadGroup("g", "c", XReadGroupParams.xReadGroupParams().count(2),
+            Map.of(stream, StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY));
+        List<StreamEntry> entries = admin.xrange(stream, "-", "+");
+        admin.xdel(stream, entries.get(0).getID(), entries.get(10).getID()); // one pending, one never delivered
+      }
+      // The relay's own check (gone.lua, XPENDING, XACK), then the repair a shell runs with the same user.
+      RetentionReport report = relay.maintainOnce();
+      assertThat(report.repairs()).singleElement().satisfies(r -> {
+        assertThat(r.rowsReset()).hasSize(2);
+        assertThat(r.acknowledged()).isEqualTo(Map.of("g", 1));
+      });
+      assertThat(relay.relayOnce().published()).isEqualTo(2);
+      RepairReport again = StreamRepair.builder(env.dataSource(), redis).schema(env.schema())
+          .keyPrefix(env.keyPrefix()).build().repair(topic, false);
+      assertThat(again.rowsReset() + again.acknowledged() + again.unrecoverable()).isZero();
+    }
+    try (Jedis admin = admin()) {
+      assertThat(admin.xlen(stream)).isEqualTo(ROWS);
+      assertThat(admin.aclLog()).as("commands Redis refused").isEmpty();
+    }
   }
 
   @Test

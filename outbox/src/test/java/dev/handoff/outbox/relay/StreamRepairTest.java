@@ -102,8 +102,15 @@ class StreamRepairTest {
       deleteEntries(List.of(purged, gone));
       env.execute("DELETE FROM outbox WHERE id = " + purged.message().outboxId()); // as the retention would
 
+      List<String> pendingBefore = pendingIds(key);
+      RepairReport dry = repair().repair(topic, true);
+      assertThat(pendingIds(key)).as("a dry run acknowledges nothing").isEqualTo(pendingBefore);
+      assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE topic = ? AND published_at IS NULL", topic))
+          .isZero();
+
       RepairReport report = repair().repair(topic, false);
       RepairReport.ShardRepair s = report.shards().get(0);
+      assertThat(dry.shards().get(0)).usingRecursiveComparison().isEqualTo(s);
       assertThat(s.threshold()).as("g's last-delivered ID").isEqualTo(entries.get(4).id());
       assertThat(s.rowsReset()).containsExactly(gone.message().outboxId());
       assertThat(s.acknowledged()).isEqualTo(Map.of("g", 1));
