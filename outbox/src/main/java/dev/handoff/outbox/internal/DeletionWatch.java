@@ -17,8 +17,9 @@ import redis.clients.jedis.UnifiedJedis;
  * XDEL raises to the highest ID it ever deleted and XTRIM leaves alone (see {@code DeletedEntryIdProbeTest}). The
  * full check runs on a shard when that ID changed since the relay last looked and is at or above the relay's own
  * trim point (a deletion below it took only what every group had finished). So it runs once per new deletion; after
- * a takeover, once for a deletion older than the lease. An XDEL of an ID below an earlier deletion's leaves the
- * value as it was and is not noticed here: {@code handoff repair} finds it.
+ * a takeover, once for a deletion older than the lease. An XTRIM by hand, or an XDEL of an ID below an earlier
+ * deletion's, leaves the value as it was and is not noticed here: {@code handoff repair} finds those. The full check
+ * reads the shard's retained rows in one go, under the relay's work lock: it is rare by construction.
  *
  * <p>Used under the relay's work lock; not thread-safe.
  */
