@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 class HandoffMigrationsTest {
 
   private static final List<String> TABLES = List.of("dead_letter", "inbox", "outbox", "outbox_purged", "relay_lease", "relay_member");
-  private static final int MIGRATIONS = 2;
+  private static final int MIGRATIONS = 3;
 
   @Test
   void appliesOnAFreshDatabaseAndReapplyingIsANoOp(TestEnvironment env) {

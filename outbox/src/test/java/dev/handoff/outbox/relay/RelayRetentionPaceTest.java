@@ -55,8 +55,10 @@ class RelayRetentionPaceTest {
     AtomicLong trimmed = new AtomicLong();
     AtomicLong published = new AtomicLong();
     AtomicBoolean load = new AtomicBoolean(true);
+    AtomicLong appended = new AtomicLong();
     Outbox outbox = Outbox.builder().schema(env.schema()).build();
     append(outbox, "steady", 5);
+    appended.addAndGet(5);
     try (Relay relay = relay(redis, "steady")
         .maintenanceInterval(Duration.ofMillis(200))
         .outboxRetention(Duration.ofMillis(300))
@@ -69,6 +71,7 @@ class RelayRetentionPaceTest {
             if (load.get()) {
               try {
                 append(outbox, "steady", 5);
+                appended.addAndGet(5);
               } catch (SQLException e) {
                 throw new IllegalStateException(e);
               }
@@ -93,19 +96,25 @@ class RelayRetentionPaceTest {
           }
         }).build()) {
       relay.start();
-      await("three maintenance runs that trimmed and purged while the load ran").atMost(Duration.ofSeconds(60))
+      // Conditions, not a pace: how many rows a loaded machine publishes per maintenance interval varies, what must
+      // hold is that maintenance ran, trimmed, purged and stored a watermark while the loop was never idle.
+      await("three maintenance runs that trimmed and purged while 100 rows and more were published")
+          .atMost(Duration.ofSeconds(60))
           .until(() -> runs.size() >= 3 && trimmed.get() > 0 && runs.stream().mapToLong(RetentionReport::purged).sum() > 0
-              && env.queryLong("SELECT watermark_ms FROM relay_lease WHERE topic = 'steady'") > 0);
-      long publishedWhileMaintaining = published.get();
+              && env.queryLong("SELECT watermark_ms FROM relay_lease WHERE topic = 'steady'") > 0
+              && published.get() > 100);
       load.set(false);
 
-      assertThat(publishedWhileMaintaining).as("rows published while the relay maintained").isGreaterThan(100);
       assertThat(runs).allSatisfy(r -> assertThat(r.streams()).extracting(s -> s.shard().topic())
           .containsExactly("steady"));
-      assertThat(env.queryLong("SELECT count(*) FROM outbox_purged WHERE topic = 'steady'")).isPositive();
-      assertThat(env.queryLong("SELECT coalesce(sum(rows), 0) FROM outbox_purged"))
-          .isEqualTo(runs.stream().mapToLong(RetentionReport::purged).sum());
     }
+    // After close nothing purges any more. A run the close cut short committed purges it never reported, so the log
+    // holds at least what the reports say, and every appended row is either still in the outbox or in the log.
+    assertThat(env.queryLong("SELECT count(*) FROM outbox_purged WHERE topic = 'steady'")).isPositive();
+    assertThat(env.queryLong("SELECT coalesce(sum(rows), 0) FROM outbox_purged"))
+        .isGreaterThanOrEqualTo(runs.stream().mapToLong(RetentionReport::purged).sum());
+    assertThat(env.queryLong("SELECT count(*) FROM outbox") + env.queryLong(
+        "SELECT coalesce(sum(rows), 0) FROM outbox_purged")).isEqualTo(appended.get());
   }
 
   @Test
