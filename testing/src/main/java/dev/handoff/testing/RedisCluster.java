@@ -23,7 +23,7 @@ import redis.clients.jedis.util.JedisClusterCRC16;
 import redis.embedded.RedisExecProvider;
 
 /**
- * A Redis Cluster of a test's own: three masters (slots 0-5460, 5461-10922, 10923-16383) and one replica each, six
+ * A Redis Cluster of a test's own: three masters (slots 0-5460, 5461-10921, 10922-16383) and one replica each, six
  * {@code redis-server} processes of the embedded Redis 7.0.15 binary the other tests use, on free ports, keeping
  * nothing on disk but their cluster config files in a temporary directory. It is formed from Java ({@code CLUSTER
  * MEET}, {@code ADDSLOTSRANGE}, {@code REPLICATE}) and {@link #start()} returns once every node reports
