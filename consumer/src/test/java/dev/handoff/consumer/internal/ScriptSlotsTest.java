@@ -2,6 +2,9 @@ package dev.handoff.consumer.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.handoff.consumer.RewindPlan;
+import dev.handoff.consumer.RewindTarget;
+import dev.handoff.consumer.StreamAdmin;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.StreamMessage;
@@ -32,6 +35,7 @@ import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.JedisClientConfig;
+import redis.clients.jedis.RedisClusterClient;
 import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.util.JedisClusterCRC16;
 
@@ -47,7 +51,8 @@ class ScriptSlotsTest {
   private static final Set<String> SCRIPT_FIELDS = Set.of(
       "RedisGroups.RENEW", "RedisGroups.DEFER", "RedisGroups.COUNTS", "RedisGroups.DELETE_IDLE_CONSUMER",
       "ListQueues.TAKE", "ListQueues.ACK", "ListQueues.COUNT_FAILED", "ListQueues.HEARTBEAT", "ListQueues.REAP",
-      "ListQueues.LOWEST_HELD", "ListQueues.HOLDERS", "StreamInspector.COUNT_PAGE");
+      "ListQueues.LOWEST_HELD", "ListQueues.HOLDERS", "StreamInspector.COUNT_PAGE", "StreamRewinder.REWIND",
+      "StreamRewinder.PUT_BACK", "StreamCounts.COUNT_RANGE");
   private static final String TOPIC = "payments";
   private static final int SHARDS = 8;
   private static final JedisClientConfig CONFIG = DefaultJedisClientConfig.builder().resp2().build();
@@ -92,6 +97,8 @@ class ScriptSlotsTest {
     listed.addAll(ListQueues.consumerScripts());
     listed.addAll(ListQueues.statusScripts());
     listed.addAll(StreamInspector.scripts());
+    listed.addAll(StreamRewinder.scripts());
+    listed.add(StreamCounts.script());
     List<String> listedFields = listed.stream().map(byScript::get).toList();
     assertThat(listedFields).doesNotContainNull();
     assertThat(new TreeSet<>(listedFields)).isEqualTo(new TreeSet<>(SCRIPT_FIELDS));
@@ -110,6 +117,9 @@ class ScriptSlotsTest {
           Map.entry("stream-delivery-counts", List.of(stream)),
           Map.entry("stream-delete-idle-consumer", List.of(stream)),
           Map.entry("status-count-page", List.of(stream)),
+          Map.entry("rewind", List.of(stream)),
+          Map.entry("admin-rewind-put-back", List.of(stream)),
+          Map.entry("admin-count-range", List.of(stream)),
           Map.entry("list-take", List.of(list, processing, ListFormat.deliveriesKey(list))),
           Map.entry("list-ack", List.of(processing, ListFormat.deliveriesKey(list))),
           Map.entry("list-count-failed", List.of(processing, ListFormat.deliveriesKey(list))),
@@ -131,7 +141,7 @@ class ScriptSlotsTest {
     for (int shard = 0; shard < SHARDS; shard++) {
       String stream = StreamFormat.streamKey("handoff", TOPIC, shard);
       HostAndPort owner = cluster.nodeForKey(stream);
-      try (RedisGroups groups = new RedisGroups(owner, CONFIG, "g", 1, Duration.ofMillis(100), Duration.ofSeconds(2));
+      try (RedisGroups groups = new RedisGroups(owner, cluster.seeds(), CONFIG, "g", 1, Duration.ofMillis(100), Duration.ofSeconds(2));
           Jedis node = cluster.admin(owner)) {
         groups.ensureGroup(stream, true);
         node.xadd(stream, new StreamEntryID(1, 1), Map.of("f", "1"));
@@ -151,12 +161,42 @@ class ScriptSlotsTest {
   }
 
   @Test
+  void rewindAndTrimRunOnEveryShardThroughTheClusterClient() {
+    try (RedisClusterClient client = cluster.newClient();
+        StreamAdmin admin = StreamAdmin.builder(client).keyPrefix("handoff").build()) {
+      for (int shard = 0; shard < SHARDS; shard++) {
+        String stream = StreamFormat.streamKey("handoff", "rewound", shard);
+        client.xgroupCreate(stream, "g", new StreamEntryID(0, 0), true);
+        for (int seq = 1; seq <= 3; seq++) {
+          client.xadd(stream, new StreamEntryID(1, seq), Map.of("f", Integer.toString(seq)));
+        }
+        client.xgroupSetID(stream, "g", StreamEntryID.XGROUP_LAST_ENTRY);
+      }
+      // Found by a SCAN of every node: the streams of one topic are spread over the three masters.
+      assertThat(admin.shards("rewound")).containsExactly(0, 1, 2, 3, 4, 5, 6, 7);
+
+      RewindPlan plan = admin.rewind("rewound", "g", RewindTarget.time(Instant.ofEpochMilli(1)), false);
+      assertThat(plan.comeAgain()).isEqualTo(3 * SHARDS);
+      assertThat(admin.trim("rewound", false).removed()).as("nothing finished after the rewind").isZero();
+
+      for (int shard = 0; shard < SHARDS; shard++) {
+        client.xgroupSetID(StreamFormat.streamKey("handoff", "rewound", shard), "g", StreamEntryID.XGROUP_LAST_ENTRY);
+      }
+      assertThat(admin.trim("rewound", false).removed()).as("all but each group's last-delivered entry")
+          .isEqualTo(2 * SHARDS);
+      for (int shard = 0; shard < SHARDS; shard++) {
+        assertThat(client.xlen(StreamFormat.streamKey("handoff", "rewound", shard))).isEqualTo(1);
+      }
+    }
+  }
+
+  @Test
   void theListConsumersScriptsRunOnTheNodeThatOwnsTheShard() {
     for (int shard = 0; shard < SHARDS; shard++) {
       String list = ListFormat.listKey("handoff", TOPIC, shard);
       String processing = ListFormat.processingKey(list, "worker-1");
       HostAndPort owner = cluster.nodeForKey(list);
-      try (ListQueues queues = new ListQueues(owner, CONFIG, 1, Duration.ofMillis(100), Duration.ofSeconds(2));
+      try (ListQueues queues = new ListQueues(owner, cluster.seeds(), CONFIG, 1, Duration.ofMillis(100), Duration.ofSeconds(2));
           Jedis node = cluster.admin(owner)) {
         UUID first = UUID.randomUUID();
         UUID second = UUID.randomUUID();

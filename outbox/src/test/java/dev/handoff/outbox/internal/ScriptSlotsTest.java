@@ -43,7 +43,8 @@ class ScriptSlotsTest {
 
   /** Every field of type LuaScript in the outbox module's classes, by {@code Class.field}. */
   private static final Set<String> SCRIPT_FIELDS = Set.of(
-      "RedisStreams.publish", "RedisStreams.trim", "RedisLists.push", "RedisLists.room", "RedisLists.watermark");
+      "RedisStreams.publish", "StreamTrimScript.TRIM", "EntryRepairer.GONE", "RedisLists.push", "RedisLists.room",
+      "RedisLists.watermark");
   private static final String TOPIC = "payments";
   private static final int SHARDS = 8;
 
@@ -118,8 +119,15 @@ class ScriptSlotsTest {
         List<?> published = (List<?>) scripts.get("RedisStreams.publish").run(node, streamKeys,
             List.of(b("0"), b("5-1"), b(UUID.randomUUID().toString()), b("2"), b("f"), b("v")));
         assertThat(published).isEqualTo(List.of(1L, 1L));
-        List<?> trimmed = (List<?>) scripts.get("RedisStreams.trim").run(node, keys(stream), List.of(b("0-1"), b("10")));
+        List<?> trimmed = (List<?>) scripts.get("StreamTrimScript.TRIM").run(node, keys(stream),
+            List.of(b("0-1"), b("10")));
         assertThat(trimmed).hasSize(5);
+        List<?> probe = (List<?>) scripts.get("EntryRepairer.GONE").run(node, keys(stream), List.of(b("probe")));
+        assertThat(probe).hasSize(2).first().isEqualTo(1L);
+        List<?> gone = (List<?>) scripts.get("EntryRepairer.GONE").run(node, keys(stream),
+            List.of(b("any"), b(""), b("5-1"), b("6-1")));
+        assertThat(gone).hasSize(3).last().satisfies(id -> assertThat(new String((byte[]) id, StandardCharsets.UTF_8))
+            .isEqualTo("6-1"));
         assertThat((Long) scripts.get("RedisLists.room").run(node, listKeys, List.of(b("100")))).isEqualTo(99L);
         List<?> pushed = (List<?>) scripts.get("RedisLists.push").run(node, listKeys,
             List.of(b("0"), b("100"), b("2"), b("1"), element("2-1")));
@@ -204,6 +212,19 @@ class ScriptSlotsTest {
           field.setAccessible(true);
           try {
             scripts.put(transport.getClass().getSimpleName() + "." + field.getName(), (LuaScript) field.get(transport));
+          } catch (IllegalAccessException e) {
+            throw new IllegalStateException(e);
+          }
+        }
+      }
+    }
+    // The scripts kept in static fields, shared by the relay and the operator's tools.
+    for (Class<?> holder : List.of(StreamTrimScript.class, EntryRepairer.class)) {
+      for (Field field : holder.getDeclaredFields()) {
+        if (field.getType() == LuaScript.class && java.lang.reflect.Modifier.isStatic(field.getModifiers())) {
+          field.setAccessible(true);
+          try {
+            scripts.put(holder.getSimpleName() + "." + field.getName(), (LuaScript) field.get(null));
           } catch (IllegalAccessException e) {
             throw new IllegalStateException(e);
           }
