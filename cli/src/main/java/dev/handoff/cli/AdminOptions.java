@@ -5,7 +5,7 @@ import dev.handoff.consumer.StreamAdmin;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.UnifiedJedis;
 
 /**
  * What {@code rewind} and {@code trim} share: Redis, the database (optional: with it the topic's shards are its
@@ -25,7 +25,7 @@ final class AdminOptions {
   int countLimit;
 
   /** A Redis client, a database pool (or null without --jdbc-url) and the admin on them; closed together. */
-  record Opened(RedisClient client, HikariDataSource db, StreamAdmin admin) implements AutoCloseable {
+  record Opened(UnifiedJedis client, HikariDataSource db, StreamAdmin admin) implements AutoCloseable {
     @Override
     public void close() {
       admin.close();
@@ -39,7 +39,7 @@ final class AdminOptions {
   Opened open(CommandSpec spec, String poolName) {
     HikariDataSource db = database.jdbcUrl == null || database.jdbcUrl.isBlank() ? null
         : database.open(spec, 1, poolName);
-    RedisClient client;
+    UnifiedJedis client;
     try {
       client = redis.open(2, database.connectTimeout());
     } catch (RuntimeException e) {

@@ -20,6 +20,8 @@ import redis.clients.jedis.ConnectionPoolConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.RedisClusterClient;
+import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.exceptions.JedisException;
 
 /**
@@ -147,6 +149,24 @@ public final class Connections {
 
   private static RedisClient redis(RedisConnectionSpec spec, int maxConnections, String shownUrl,
       Duration connectTimeout) {
+    if (spec.isCluster()) {
+      throw new UnreachableException("this command needs a single Redis server, not a cluster");
+    }
+    return (RedisClient) client(spec, maxConnections, shownUrl, connectTimeout);
+  }
+
+  /**
+   * Opens a client of the spec's single server or, for a {@link RedisConnectionSpec#isCluster() cluster}, of the
+   * cluster its seeds belong to (a pool of {@code maxConnections} per node), and checks it answers, waiting up to
+   * {@code connectTimeout} as {@link #redis(RedisConnectionSpec, int, Duration)} does.
+   */
+  public static UnifiedJedis client(RedisConnectionSpec spec, int maxConnections, Duration connectTimeout) {
+    return client(spec, maxConnections, spec.isCluster() ? "the Redis Cluster of " + spec.clusterNodes()
+        : spec.url().toString(), connectTimeout);
+  }
+
+  private static UnifiedJedis client(RedisConnectionSpec spec, int maxConnections, String shownUrl,
+      Duration connectTimeout) {
     JedisClientConfig client = DefaultJedisClientConfig.builder()
         .from(spec.clientConfig())
         .resp2()
@@ -155,20 +175,22 @@ public final class Connections {
     ConnectionPoolConfig pool = new ConnectionPoolConfig();
     pool.setMaxTotal(maxConnections);
     pool.setMaxWait(Duration.ofSeconds(5));
-    RedisClient redis = RedisClient.builder()
-        .hostAndPort(spec.hostAndPort())
-        .clientConfig(client)
-        .poolConfig(pool)
-        .build();
     long deadline = System.nanoTime() + connectTimeout.toNanos();
     for (int attempt = 0; ; attempt++) {
+      UnifiedJedis redis = null;
       try {
+        // A cluster client reads the slot map from a seed as it is built, so building is part of the attempt.
+        redis = spec.isCluster()
+            ? RedisClusterClient.builder().nodes(spec.clusterNodes()).clientConfig(client).poolConfig(pool).build()
+            : RedisClient.builder().hostAndPort(spec.hostAndPort()).clientConfig(client).poolConfig(pool).build();
         redis.ping();
         return redis;
       } catch (JedisException e) {
+        if (redis != null) {
+          redis.close();
+        }
         boolean notYet = notListeningYet(e);
         if (!notYet || System.nanoTime() - deadline >= 0) {
-          redis.close();
           throw new UnreachableException("cannot connect to Redis at " + shownUrl
               + (notYet ? waited(connectTimeout) : "") + ": " + mask(RedisFailures.describe(spec, e)));
         }

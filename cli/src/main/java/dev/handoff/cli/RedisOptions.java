@@ -2,9 +2,12 @@ package dev.handoff.cli;
 
 import dev.handoff.outbox.RedisConnectionSpec;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
-import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.UnifiedJedis;
 
 /** The Redis options every handoff command shares (a picocli mixin), each with an environment variable. */
 public final class RedisOptions {
@@ -12,6 +15,12 @@ public final class RedisOptions {
   @Option(names = "--redis-url", defaultValue = "${env:HANDOFF_REDIS_URL:-redis://127.0.0.1:6379}",
       description = "redis[s]://[[user]:password@]host[:port][/db] (env HANDOFF_REDIS_URL; default ${DEFAULT-VALUE})")
   String redisUrl;
+
+  @Option(names = "--redis-cluster", defaultValue = "${env:HANDOFF_REDIS_CLUSTER}", split = ",",
+      paramLabel = "HOST:PORT", description = "seed nodes of a Redis Cluster, comma-separated, in place of"
+          + " --redis-url's server; --redis-url then gives only the login and rediss:// for TLS (env"
+          + " HANDOFF_REDIS_CLUSTER)")
+  List<String> redisCluster;
 
   @Mixin
   RedisTlsOptions tls = new RedisTlsOptions();
@@ -30,13 +39,41 @@ public final class RedisOptions {
     return Connections.mask(redisUrl);
   }
 
-  /** The URL with the TLS and timeout options. */
+  /** The URL with the TLS and timeout options, and the cluster's seeds if {@code --redis-cluster} names them. */
   public RedisConnectionSpec spec() {
-    return tls.spec(redisUrl);
+    return tls.spec(redisUrl, RedisConnectionSpec.DEFAULT_SOCKET_TIMEOUT, seeds());
   }
 
-  /** A pooled client of at most {@code maxConnections}, waiting for the server up to {@code connectTimeout}. */
-  public RedisClient open(int maxConnections, Duration connectTimeout) {
-    return Connections.redis(spec(), maxConnections, connectTimeout);
+  /**
+   * A pooled client of at most {@code maxConnections} (per node on a cluster), waiting for the server up to
+   * {@code connectTimeout}.
+   */
+  public UnifiedJedis open(int maxConnections, Duration connectTimeout) {
+    return Connections.client(spec(), maxConnections, connectTimeout);
+  }
+
+  /** The seeds of {@code --redis-cluster}, empty without it; a seed that is not host:port is a usage error. */
+  List<HostAndPort> seeds() {
+    List<HostAndPort> seeds = new ArrayList<>();
+    if (redisCluster == null) {
+      return seeds;
+    }
+    for (String seed : redisCluster) {
+      String s = seed.strip();
+      int colon = s.lastIndexOf(':');
+      int port = -1;
+      if (colon > 0) {
+        try {
+          port = Integer.parseInt(s.substring(colon + 1));
+        } catch (NumberFormatException e) {
+          port = -1;
+        }
+      }
+      if (port < 1 || port > 65_535) {
+        throw new Connections.UnreachableException("--redis-cluster needs host:port seeds, was '" + s + "'");
+      }
+      seeds.add(new HostAndPort(s.substring(0, colon), port));
+    }
+    return seeds;
   }
 }

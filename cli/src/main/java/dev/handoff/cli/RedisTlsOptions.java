@@ -3,7 +3,9 @@ package dev.handoff.cli;
 import dev.handoff.outbox.RedisConnectionSpec;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import picocli.CommandLine.Option;
+import redis.clients.jedis.HostAndPort;
 
 /**
  * The TLS and timeout options of every command-line tool that connects to Redis (a picocli mixin), each with an
@@ -45,12 +47,18 @@ public final class RedisTlsOptions {
    * or a one-line {@link Connections.UnreachableException} naming the option or file that is wrong.
    */
   public RedisConnectionSpec spec(String redisUrl, Duration defaultSocketTimeout) {
+    return spec(redisUrl, defaultSocketTimeout, List.of());
+  }
+
+  /** As {@link #spec(String, Duration)}, for the Redis Cluster of {@code clusterSeeds} unless that is empty. */
+  public RedisConnectionSpec spec(String redisUrl, Duration defaultSocketTimeout, List<HostAndPort> clusterSeeds) {
     return Connections.redisSpec(redisUrl, url -> {
       RedisConnectionSpec.Builder b = RedisConnectionSpec.builder(url)
           .caFile(ca)
           .clientCertificate(certificate, key)
           .connectTimeout(connectTimeout)
-          .socketTimeout(socketTimeout != null ? socketTimeout : defaultSocketTimeout);
+          .socketTimeout(socketTimeout != null ? socketTimeout : defaultSocketTimeout)
+          .cluster(clusterSeeds);
       if (noVerifyHostname) {
         b.disableHostnameVerification();
       }

@@ -22,7 +22,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine;
-import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.UnifiedJedis;
 
 /**
  * The relay as a process of its own, to run next to an application:
@@ -130,7 +130,7 @@ final class RelayCommand implements Callable<Integer> {
         HikariDataSource db = database.open(spec, 4, "handoff-relay");
         HikariDataSource listenDb = notificationJdbcUrl == null || notificationJdbcUrl.isBlank() ? null
             : Connections.database(notificationJdbcUrl, 1, "handoff-relay-listen", database.connectTimeout());
-        RedisClient client = redis.open(8, database.connectTimeout())) {
+        UnifiedJedis client = redis.open(8, database.connectTimeout())) {
       if (metrics != null) {
         // The address asked for: the JDK reports the wildcard 0.0.0.0 as its IPv6 form, which nobody typed.
         log().info("serving /metrics and /health on http://{}:{}", metricsAddress.getHostString(),

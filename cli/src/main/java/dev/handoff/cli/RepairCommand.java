@@ -14,7 +14,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.UnifiedJedis;
 
 /**
  * {@code handoff repair}: puts back the entries a consumer group still needs that are gone from a topic's streams
@@ -60,7 +60,7 @@ final class RepairCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
     try (HikariDataSource db = database.open(spec, 2, "handoff-repair");
-        RedisClient client = redis.open(2, database.connectTimeout())) {
+        UnifiedJedis client = redis.open(2, database.connectTimeout())) {
       database.requireMigrated(db);
       StreamRepair repair = StreamRepair.builder(db, client).schema(database.schema()).keyPrefix(redis.keyPrefix())
           .outboxRetention(outboxRetention == null ? RelayBuilder.DEFAULT_OUTBOX_RETENTION : outboxRetention)

@@ -26,11 +26,16 @@ final class StatusReport {
         + String.format("%,d", t.outboxDepth()) + ", oldest unpublished " + age(t.oldestUnpublishedAge()));
     out.add(String.format("  %-5s %12s %12s  %-36s %6s %-8s %10s  %-24s %-24s", "shard", "outbox depth",
         "oldest unpub", "relay lease owner", "epoch", "lease", "stream len", "first entry (age)", "last entry (age)"));
+    boolean cluster = t.shards().stream().anyMatch(s -> s.node() != null);
+    if (cluster) {
+      out.set(out.size() - 1, out.get(out.size() - 1) + "  node (slot)");
+    }
     for (TopicStatus.ShardStatus s : t.shards()) {
       out.add(String.format("  %-5d %,12d %12s  %-36s %6d %-8s %,10d  %-24s %-24s", s.shard(), s.outboxDepth(),
           age(s.oldestUnpublishedAge()), s.leaseOwner() == null ? "-" : s.leaseOwner(), s.leaseEpoch(),
           s.leaseOwner() == null ? "-" : s.leaseLive() ? "live" : "expired", s.streamLength(),
-          entry(s.firstEntryId(), s.firstEntryAge()), entry(s.lastEntryId(), s.lastEntryAge())));
+          entry(s.firstEntryId(), s.firstEntryAge()), entry(s.lastEntryId(), s.lastEntryAge()))
+          + (cluster ? "  " + s.node() + " (" + s.slot() + ")" : ""));
     }
     if (t.streamGroups().isEmpty() && t.transports().contains(Transport.STREAM)) {
       out.add("  no consumer groups on the streams");
@@ -88,6 +93,10 @@ final class StatusReport {
       stream.put("lastEntryId", s.lastEntryId());
       stream.put("lastEntryAgeMillis", millis(s.lastEntryAge()));
       x.put("stream", stream);
+      if (s.node() != null) {
+        x.put("node", s.node());
+        x.put("slot", s.slot());
+      }
       shards.add(x);
     }
     m.put("shards", shards);

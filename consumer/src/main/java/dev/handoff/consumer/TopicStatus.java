@@ -64,8 +64,12 @@ public record TopicStatus(String topic, Instant at, Set<Transport> transports, L
    * @param firstEntryAge how long ago that entry was added (from its ID), or {@code null}
    * @param lastEntryId the newest entry, or {@code null}
    * @param lastEntryAge how long ago that entry was added, or {@code null}
+   * @param slot on a Redis Cluster, the hash slot of the shard's keys (all of them are in one); -1 on one server
+   * @param node on a Redis Cluster, the master that serves the slot ({@code host:port}) when read; {@code null} on
+   *     one server
    */
   public record ShardStatus(int shard, long outboxDepth, Duration oldestUnpublishedAge, String leaseOwner,
       long leaseEpoch, Instant leaseExpiresAt, boolean leaseLive, String streamKey, boolean streamExists,
-      long streamLength, String firstEntryId, Duration firstEntryAge, String lastEntryId, Duration lastEntryAge) {}
+      long streamLength, String firstEntryId, Duration firstEntryAge, String lastEntryId, Duration lastEntryAge,
+      int slot, String node) {}
 }

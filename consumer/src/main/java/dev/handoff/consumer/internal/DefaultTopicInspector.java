@@ -28,9 +28,11 @@ import java.util.Set;
 import java.util.SortedSet;
 import java.util.TreeSet;
 import javax.sql.DataSource;
+import redis.clients.jedis.RedisClusterClient;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.resps.StreamEntry;
 import redis.clients.jedis.resps.StreamGroupInfo;
+import redis.clients.jedis.util.JedisClusterCRC16;
 
 /**
  * Reads a topic's status. The per-group figures come from a consumer built for the group and never started (it
@@ -147,7 +149,21 @@ public final class DefaultTopicInspector implements TopicInspector {
         oldest == null ? null : nonNegative(Duration.between(oldest.toInstant(), now)),
         lease == null ? null : (String) lease[0], lease == null ? 0 : (Long) lease[1],
         expires == null ? null : expires.toInstant(), lease != null && (Boolean) lease[3], key, exists, length,
-        first, age(first, now), last, age(last, now));
+        first, age(first, now), last, age(last, now), slotOf(key), nodeOf(key));
+  }
+
+  private int slotOf(String key) {
+    return redis instanceof RedisClusterClient ? JedisClusterCRC16.getSlot(key) : -1;
+  }
+
+  /** The master serving the key's slot, from the client's slot map (refreshed by every MOVED it follows). */
+  private String nodeOf(String key) {
+    if (!(redis instanceof RedisClusterClient cluster)) {
+      return null;
+    }
+    try (redis.clients.jedis.Connection c = cluster.getConnectionFromSlot(JedisClusterCRC16.getSlot(key))) {
+      return c.getHostAndPort().toString();
+    }
   }
 
   private ConsumerStatus streamGroup(String topic, int shards, String group) {
