@@ -11,6 +11,8 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.function.Function;
 import java.util.regex.Pattern;
@@ -18,6 +20,7 @@ import javax.net.ssl.SSLException;
 import org.slf4j.LoggerFactory;
 import redis.clients.jedis.ConnectionPoolConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.RedisClusterClient;
@@ -60,6 +63,35 @@ public final class Connections {
     String masked = URI_PASSWORD.matcher(JDBC_PASSWORD.matcher(url).replaceAll("$1***")).replaceAll("$1***@");
     masked = URI_PASSWORD_REST.matcher(masked).replaceAll("$1***@");
     return REDIS_LONE_PASSWORD.matcher(masked).replaceAll("$1***@");
+  }
+
+  /**
+   * The seeds of a {@code --redis-cluster} option (each {@code host:port}); empty for none.
+   *
+   * @throws UnreachableException with one line naming the option and the seed that is not {@code host:port}
+   */
+  public static List<HostAndPort> clusterSeeds(List<String> seeds) {
+    List<HostAndPort> out = new ArrayList<>();
+    if (seeds == null) {
+      return out;
+    }
+    for (String seed : seeds) {
+      String s = seed.strip();
+      int colon = s.lastIndexOf(':');
+      int port = -1;
+      if (colon > 0) {
+        try {
+          port = Integer.parseInt(s.substring(colon + 1));
+        } catch (NumberFormatException e) {
+          port = -1;
+        }
+      }
+      if (port < 1 || port > 65_535) {
+        throw new UnreachableException("--redis-cluster needs host:port seeds, was '" + s + "'");
+      }
+      out.add(new HostAndPort(s.substring(0, colon), port));
+    }
+    return out;
   }
 
   /** The time a tool waits at startup for a server that refuses or does not answer, unless told otherwise. */

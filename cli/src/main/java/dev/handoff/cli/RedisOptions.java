@@ -2,7 +2,6 @@ package dev.handoff.cli;
 
 import dev.handoff.outbox.RedisConnectionSpec;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -52,28 +51,8 @@ public final class RedisOptions {
     return Connections.client(spec(), maxConnections, connectTimeout);
   }
 
-  /** The seeds of {@code --redis-cluster}, empty without it; a seed that is not host:port is a usage error. */
+  /** The seeds of {@code --redis-cluster}, empty without it; a seed that is not host:port is a one-line error. */
   List<HostAndPort> seeds() {
-    List<HostAndPort> seeds = new ArrayList<>();
-    if (redisCluster == null) {
-      return seeds;
-    }
-    for (String seed : redisCluster) {
-      String s = seed.strip();
-      int colon = s.lastIndexOf(':');
-      int port = -1;
-      if (colon > 0) {
-        try {
-          port = Integer.parseInt(s.substring(colon + 1));
-        } catch (NumberFormatException e) {
-          port = -1;
-        }
-      }
-      if (port < 1 || port > 65_535) {
-        throw new Connections.UnreachableException("--redis-cluster needs host:port seeds, was '" + s + "'");
-      }
-      seeds.add(new HostAndPort(s.substring(0, colon), port));
-    }
-    return seeds;
+    return Connections.clusterSeeds(redisCluster);
   }
 }

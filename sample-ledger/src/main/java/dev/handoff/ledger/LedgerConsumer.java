@@ -21,6 +21,7 @@ import java.util.Objects;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.Set;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -104,6 +105,7 @@ public final class LedgerConsumer implements AutoCloseable {
       ConsumerListener listener) {
     return builder
         .redisConfig(b.redisConfig)
+        .redisCluster(b.redisCluster)
         .schema(b.schema)
         .keyPrefix(b.keyPrefix)
         .topic(b.topic)
@@ -218,6 +220,7 @@ public final class LedgerConsumer implements AutoCloseable {
     private final DataSource dataSource;
     private final HostAndPort redis;
     private JedisClientConfig redisConfig = DefaultJedisClientConfig.builder().build();
+    private Set<HostAndPort> redisCluster = Set.of();
     private String schema = "handoff";
     private String keyPrefix = StreamFormat.DEFAULT_KEY_PREFIX;
     private String group = DEFAULT_GROUP;
@@ -244,6 +247,12 @@ public final class LedgerConsumer implements AutoCloseable {
 
     public Builder redisConfig(JedisClientConfig config) {
       this.redisConfig = config;
+      return this;
+    }
+
+    /** The seeds of a Redis Cluster to consume from instead of the single server; empty for one server. */
+    public Builder redisCluster(Set<HostAndPort> seeds) {
+      this.redisCluster = Set.copyOf(seeds);
       return this;
     }
 

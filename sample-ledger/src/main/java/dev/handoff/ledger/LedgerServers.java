@@ -6,6 +6,7 @@ import dev.handoff.consumer.ListConsumerBuilder;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.StreamConsumerBuilder;
 import dev.handoff.outbox.TopicConfig;
+import java.util.Set;
 import javax.sql.DataSource;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
@@ -16,13 +17,20 @@ import redis.clients.jedis.UnifiedJedis;
  *
  * @param redis the client for the sample's own Redis commands
  * @param redisServer where handoff's consumers open their own connections, with {@code redisConfig}
+ * @param redisCluster the seeds of a Redis Cluster (then {@code redisServer} is one of them), empty for one server
  */
 public record LedgerServers(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer,
-    JedisClientConfig redisConfig) {
+    JedisClientConfig redisConfig, Set<HostAndPort> redisCluster) {
+
+  /** The servers of a single Redis server. */
+  public LedgerServers(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer,
+      JedisClientConfig redisConfig) {
+    this(dataSource, redis, redisServer, redisConfig, Set.of());
+  }
 
   /** A ledger consumer's builder, logged in to this Redis. */
   public LedgerConsumer.Builder ledgerConsumer() {
-    return LedgerConsumer.builder(dataSource, redisServer).redisConfig(redisConfig);
+    return LedgerConsumer.builder(dataSource, redisServer).redisConfig(redisConfig).redisCluster(redisCluster);
   }
 
   /**
@@ -42,6 +50,7 @@ public record LedgerServers(DataSource dataSource, UnifiedJedis redis, HostAndPo
       String group) {
     return builder
         .redisConfig(redisConfig)
+        .redisCluster(redisCluster)
         .schema(schema)
         .keyPrefix(keyPrefix)
         .topic(topic)

@@ -113,8 +113,16 @@ public final class LedgerStatus {
   public static Snapshot collect(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer,
       JedisClientConfig redisConfig, String schema, String keyPrefix, Transport transport, String listGroup,
       Duration outboxRetention) {
+    return collect(new LedgerServers(dataSource, redis, redisServer, redisConfig), schema, keyPrefix, transport,
+        listGroup, outboxRetention);
+  }
+
+  /** As above, on {@code servers} (a single Redis server or a cluster). */
+  public static Snapshot collect(LedgerServers servers, String schema, String keyPrefix, Transport transport,
+      String listGroup, Duration outboxRetention) {
     String s = SchemaNames.requireValid(schema);
-    LedgerServers servers = new LedgerServers(dataSource, redis, redisServer, redisConfig);
+    DataSource dataSource = servers.dataSource();
+    UnifiedJedis redis = servers.redis();
     boolean showLists = transport == Transport.LIST || transport == null && listKeysExist(redis, keyPrefix);
     boolean showStreams = transport == Transport.STREAM
         || transport == null && (!showLists || streamsExist(redis, keyPrefix));

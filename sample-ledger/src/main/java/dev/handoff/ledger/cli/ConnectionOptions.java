@@ -11,12 +11,14 @@ import dev.handoff.outbox.StreamFormat;
 import dev.handoff.cli.Connections;
 import dev.handoff.cli.RedisTlsOptions;
 import java.time.Duration;
+import java.util.List;
+import java.util.Set;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
-import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.UnifiedJedis;
 
 /** The options every command but {@code demo} takes: where PostgreSQL and Redis are, and the names inside them. */
 public final class ConnectionOptions {
@@ -30,6 +32,12 @@ public final class ConnectionOptions {
   @Option(names = "--redis-url", defaultValue = "${env:HANDOFF_REDIS_URL}",
       description = "redis[s]://[[user]:password@]host[:port][/db] (env HANDOFF_REDIS_URL)")
   String redisUrl;
+
+  @Option(names = "--redis-cluster", defaultValue = "${env:HANDOFF_REDIS_CLUSTER}", split = ",",
+      paramLabel = "HOST:PORT", description = "seed nodes of a Redis Cluster, comma-separated, in place of"
+          + " --redis-url's server; --redis-url then gives only the login and rediss:// for TLS, and may be left out"
+          + " (env HANDOFF_REDIS_CLUSTER)")
+  List<String> redisCluster;
 
   @Mixin
   RedisTlsOptions redisTls = new RedisTlsOptions();
@@ -47,8 +55,8 @@ public final class ConnectionOptions {
       description = "prefix of the Redis keys (env HANDOFF_KEY_PREFIX; default ${DEFAULT-VALUE})")
   String keyPrefix;
 
-  /** Where a Redis server is and how to log in to it. */
-  record RedisTarget(HostAndPort server, JedisClientConfig config) {}
+  /** Where a Redis server is (or the seeds of a cluster, empty for one server) and how to log in to it. */
+  record RedisTarget(HostAndPort server, JedisClientConfig config, Set<HostAndPort> cluster) {}
 
   String schema() {
     try {
@@ -87,10 +95,10 @@ public final class ConnectionOptions {
     return db;
   }
 
-  /** A Redis client whose server answered, or a one-line error. */
-  RedisClient redis(int maxConnections) {
+  /** A Redis client (of the cluster with {@code --redis-cluster}) that answered, or a one-line error. */
+  UnifiedJedis redis(int maxConnections) {
     requireRedisUrl();
-    return Connections.redis(redisTlsSpec(RedisConnectionSpec.DEFAULT_SOCKET_TIMEOUT), maxConnections,
+    return Connections.client(redisTlsSpec(RedisConnectionSpec.DEFAULT_SOCKET_TIMEOUT), maxConnections,
         connectTimeout);
   }
 
@@ -101,12 +109,15 @@ public final class ConnectionOptions {
   RedisTarget redisTarget() {
     requireRedisUrl();
     RedisConnectionSpec spec = redisTlsSpec(CONSUMER_SOCKET_TIMEOUT);
-    return new RedisTarget(spec.hostAndPort(), spec.clientConfig());
+    return new RedisTarget(spec.hostAndPort(), spec.clientConfig(), spec.clusterNodes());
   }
 
   private RedisConnectionSpec redisTlsSpec(Duration defaultSocketTimeout) {
     try {
-      return redisTls.spec(redisUrl, defaultSocketTimeout);
+      List<HostAndPort> seeds = Connections.clusterSeeds(redisCluster);
+      // On a cluster the URL only logs in; without one, no login and no TLS.
+      String url = redisUrl == null && !seeds.isEmpty() ? "redis://" + seeds.get(0) : redisUrl;
+      return redisTls.spec(url, defaultSocketTimeout, seeds);
     } catch (Connections.UnreachableException e) {
       throw new LedgerException(e.getMessage()); // one line, the password masked
     }
@@ -121,8 +132,8 @@ public final class ConnectionOptions {
   }
 
   private void requireRedisUrl() {
-    if (redisUrl == null || redisUrl.isBlank()) {
-      throw new LedgerException("--redis-url or HANDOFF_REDIS_URL is required");
+    if ((redisUrl == null || redisUrl.isBlank()) && (redisCluster == null || redisCluster.isEmpty())) {
+      throw new LedgerException("--redis-url or HANDOFF_REDIS_URL (or --redis-cluster) is required");
     }
   }
 
@@ -135,6 +146,6 @@ public final class ConnectionOptions {
       throw new LedgerException(e.getMessage()); // one line, the password masked
     }
     return new RedisTarget(parsed.hostAndPort(),
-        DefaultJedisClientConfig.builder().from(parsed.clientConfig()).timeoutMillis(5_000).build());
+        DefaultJedisClientConfig.builder().from(parsed.clientConfig()).timeoutMillis(5_000).build(), Set.of());
   }
 }

@@ -17,7 +17,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.UnifiedJedis;
 
 /**
  * {@code consume}: runs the ledger consumer (or, with {@code --naive}, the consumer without an inbox) until SIGTERM,
@@ -90,7 +90,7 @@ final class ConsumeCommand implements Callable<Integer> {
     var log = LoggerFactory.getLogger(ConsumeCommand.class);
     try (HikariDataSource db = connection.migratedDatabase(workers + 3, "ledger-consume")) {
       if (naive) {
-        try (RedisClient redis = connection.redis(workers + 2)) {
+        try (UnifiedJedis redis = connection.redis(workers + 2)) {
           NaiveConsumer consumer = new NaiveConsumer(db, redis, schema, keyPrefix, g, consumerName, workers,
               batchSize, idle);
           consumer.start();
@@ -103,11 +103,12 @@ final class ConsumeCommand implements Callable<Integer> {
         }
       }
       ConnectionOptions.RedisTarget redis = connection.redisTarget();
-      try (RedisClient check = connection.redis(1)) {
+      try (UnifiedJedis check = connection.redis(1)) {
         check.ping(); // fail fast with one line if Redis is not there
       }
       LedgerConsumer consumer = LedgerConsumer.builder(db, redis.server())
           .redisConfig(redis.config())
+          .redisCluster(redis.cluster())
           .schema(schema)
           .keyPrefix(keyPrefix)
           .transport(t)

@@ -14,7 +14,7 @@ import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
-import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.UnifiedJedis;
 
 /**
  * {@code relay}: publishes the payments topic until SIGTERM, then drains and exits 0. SIGKILL is safe: a restarted
@@ -54,7 +54,7 @@ final class RelayCommand implements Callable<Integer> {
     String keyPrefix = connection.keyPrefix();
     CountDownLatch stop = Signals.termination();
     try (HikariDataSource db = connection.migratedDatabase(4, "ledger-relay");
-        RedisClient redis = connection.redis(8)) {
+        UnifiedJedis redis = connection.redis(8)) {
       RelayBuilder builder = Relay.builder(db, redis)
           .schema(schema)
           .keyPrefix(keyPrefix)

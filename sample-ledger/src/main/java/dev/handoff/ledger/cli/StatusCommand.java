@@ -3,6 +3,7 @@ package dev.handoff.ledger.cli;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.cli.Json;
 import dev.handoff.ledger.LedgerConsumer;
+import dev.handoff.ledger.LedgerServers;
 import dev.handoff.ledger.LedgerStatus;
 import dev.handoff.outbox.Transport;
 import java.io.PrintWriter;
@@ -12,7 +13,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.UnifiedJedis;
 
 /**
  * {@code status}: the outbox, the relay leases, the streams and every consumer group (or the lists), from both
@@ -53,10 +54,11 @@ final class StatusCommand implements Callable<Integer> {
     String keyPrefix = connection.keyPrefix();
     Logging.handoff("WARN");
     try (HikariDataSource db = connection.migratedDatabase(2, "ledger-status");
-        RedisClient redis = connection.redis(2)) {
+        UnifiedJedis redis = connection.redis(2)) {
       ConnectionOptions.RedisTarget target = connection.redisTarget();
-      LedgerStatus.Snapshot snap = LedgerStatus.collect(db, redis, target.server(), target.config(), schema,
-          keyPrefix, t, group, BenchCommand.parseDuration(outboxRetention, "--outbox-retention"));
+      LedgerStatus.Snapshot snap = LedgerStatus.collect(new LedgerServers(db, redis, target.server(),
+          target.config(), target.cluster()), schema, keyPrefix, t, group,
+          BenchCommand.parseDuration(outboxRetention, "--outbox-retention"));
       PrintWriter out = spec.commandLine().getOut();
       if (json) {
         out.println(Json.write(LedgerStatus.toMap(snap)));

@@ -1,0 +1,94 @@
+package dev.handoff.ledger;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.RedisCluster;
+import dev.handoff.testing.TestEnvironment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.RedisClusterClient;
+
+/**
+ * The sample's commands on a Redis Cluster, given only {@code --redis-cluster}: {@code relay}, {@code consume},
+ * {@code status} and {@code verify} as processes, each payment charged once.
+ */
+@HandoffTest
+class LedgerOnRedisClusterTest {
+
+  private static RedisCluster cluster;
+
+  private final TestEnvironment env;
+
+  LedgerOnRedisClusterTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  @BeforeAll
+  static void startCluster() {
+    cluster = RedisCluster.start();
+  }
+
+  @AfterAll
+  static void stopCluster() {
+    cluster.close();
+  }
+
+  @Test
+  void payRelayConsumeStatusAndVerifyOnAClusterGivenOnlyItsSeeds() throws Exception {
+    int payments = 2_000;
+    assertThat(cli("migrate").waitFor(60)).isZero();
+    List<CliProcess> running = new ArrayList<>();
+    try {
+      running.add(cli("relay", "--lease-ttl", "PT2S"));
+      running.add(cli("consume", "--name", "cons-a", "--workers", "2"));
+      CliProcess pay = cli("pay", "--count", Integer.toString(payments), "--rate", "2000");
+      assertThat(pay.waitFor(60)).as("pay; stderr: %s", pay.stderr()).isZero();
+      await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200))
+          .until(() -> env.queryLong("SELECT count(*) FROM charge WHERE ledger = 'ledger'") == payments);
+
+      try (RedisClusterClient client = cluster.newClient()) {
+        long entries = 0;
+        for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
+          String key = StreamFormat.streamKey(env.keyPrefix(), PaymentEvents.TOPIC, shard);
+          entries += client.xlen(key);
+          assertThat(client.xpending(key, "ledger").getTotal()).as("pending on %s", key).isZero();
+        }
+        assertThat(entries).as("one entry per outbox row").isEqualTo(payments);
+      }
+      CliProcess status = cli("status");
+      assertThat(status.waitFor(60)).as("status; stderr: %s", status.stderr()).isZero();
+      assertThat(status.stdout()).contains("group ledger: backlog 0 (never delivered), pending 0 (delivered, not"
+          + " acknowledged), dead letters 0");
+      for (CliProcess p : running) {
+        p.process.destroy();
+      }
+      for (CliProcess p : running) {
+        assertThat(p.waitFor(30)).as("exit after SIGTERM; stderr: %s", p.stderr()).isZero();
+      }
+      CliProcess verify = cli("verify");
+      assertThat(verify.waitFor(60)).as("verify; stdout: %s", verify.stdout()).isZero();
+      assertThat(verify.stdout()).contains("verify ledger 'ledger': PASS").containsPattern("missing\\s+0")
+          .containsPattern("duplicated\\s+0");
+    } finally {
+      for (CliProcess p : running) {
+        p.process.destroyForcibly();
+      }
+    }
+  }
+
+  private CliProcess cli(String... args) throws Exception {
+    List<String> all = new ArrayList<>(List.of(args));
+    all.addAll(List.of("--jdbc-url", env.postgres().jdbcUrl(), "--redis-cluster",
+        cluster.seeds().stream().map(Object::toString).collect(Collectors.joining(",")), "--schema", env.schema(),
+        "--key-prefix", env.keyPrefix()));
+    return CliProcess.start(all.toArray(String[]::new));
+  }
+}
