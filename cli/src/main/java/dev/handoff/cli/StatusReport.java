@@ -60,6 +60,7 @@ final class StatusReport {
             s.capacity() < 0 ? "unknown" : String.format("%,d", s.capacity())));
       }
     }
+    out.replaceAll(String::stripTrailing);
     return out;
   }
 
