@@ -3,7 +3,9 @@ package dev.handoff.consumer;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
+import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.testkit.RelayFaults;
 import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.Arrays;
@@ -20,8 +22,9 @@ import redis.clients.jedis.RedisClusterClient;
  * SIGKILL it: a relay or a consumer of topic {@code payments} (8 shards) on a Redis Cluster, until SIGTERM.
  * Arguments: role ({@code relay} or {@code consumer}), transport ({@code stream} or {@code list}), JDBC URL, user,
  * password ({@code null} for none), schema, key prefix, cluster seeds ({@code host:port,...}), relay owner or
- * consumer name, and for a consumer optionally a count of messages after which its handler stalls for good (so that
- * a SIGKILL lands inside a batch transaction, with entries held).
+ * consumer name, and optionally a count after which the process stalls for good, so that a SIGKILL lands at the
+ * worst moment: a relay after writing that many rows to Redis (written, not yet recorded in the outbox), a consumer
+ * after handling that many messages (inside a batch transaction, entries held).
  *
  * <p>The consumer's handler INSERTs one {@code charge} row per message, keyed by the payment ID (the message key),
  * into a table without a unique constraint: a message handled twice would show as two rows.
@@ -54,17 +57,17 @@ final class ClusterAuditMain {
     CountDownLatch stopped = new CountDownLatch(1);
     AutoCloseable running;
     RedisClusterClient relayClient = null;
+    int stallAfter = args.length > 9 ? Integer.parseInt(args[9]) : 0;
     if (role.equals("relay")) {
       relayClient = RedisClusterClient.builder().nodes(Set.copyOf(seeds))
           .clientConfig(DefaultJedisClientConfig.builder().resp2().build()).build();
       RelayBuilder builder = Relay.builder(db, relayClient).schema(args[5]).keyPrefix(prefix).topic(TOPIC)
           .owner(name).leaseTtl(Duration.ofSeconds(2)).idlePollInterval(Duration.ofMillis(200))
-          .trimStreams(false);
+          .trimStreams(false).faults(stallAfterWriting(stallAfter));
       Relay relay = (list ? builder.listTransport(RelayBuilder.DEFAULT_LIST_CAPACITY) : builder).build();
       relay.start();
       running = relay;
     } else {
-      int stallAfter = args.length > 9 ? Integer.parseInt(args[9]) : 0;
       AtomicInteger handled = new AtomicInteger();
       MessageHandler charge = (tx, m) -> {
         if (stallAfter > 0 && handled.incrementAndGet() > stallAfter) {
@@ -109,5 +112,27 @@ final class ClusterAuditMain {
     }));
     System.out.println("started " + role + " " + name);
     stopped.await();
+  }
+
+  /**
+   * Stalls the relay's thread for good once it wrote {@code rows} rows to Redis, right after a write and before the
+   * database records it, so that a SIGKILL leaves rows in Redis that the outbox does not know were published.
+   */
+  private static RelayFaults stallAfterWriting(int rows) {
+    AtomicInteger written = new AtomicInteger();
+    return new RelayFaults() {
+      @Override
+      public void afterStreamWrite(ShardId shard, int count) {
+        if (rows > 0 && written.addAndGet(count) >= rows) {
+          System.out.println("stalling after writing " + written.get() + " rows, the last " + count + " to " + shard);
+          try {
+            Thread.sleep(Long.MAX_VALUE);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while stalled", e);
+          }
+        }
+      }
+    };
   }
 }

@@ -20,8 +20,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
@@ -35,9 +37,10 @@ import redis.clients.jedis.RedisClusterClient;
 /**
  * The end-to-end audit on a Redis Cluster of 3 masters and 3 replicas, with real processes: one relay JVM and two
  * consumer JVMs ({@link ClusterAuditMain}) move 10,000 payments over the 8 shards of {@code payments}, which land
- * on all three masters, while the test SIGKILLs the relay (a third published) and one consumer (half charged) and
- * starts each again. In the end every payment is charged once, and Redis holds one entry (or pushed one element)
- * per outbox row, by its own count beside each shard.
+ * on all three masters, while the test SIGKILLs the relay (stalled after writing a third of the payments to Redis
+ * and before recording its last batch) and one consumer (half charged, its handler stalled inside a batch
+ * transaction) and starts each again, the consumer under the same name. In the end every payment is charged once,
+ * and Redis holds one entry (or pushed one element) per outbox row, by its own count beside each shard.
  */
 @HandoffTest
 class ClusterAuditTest {
@@ -45,7 +48,7 @@ class ClusterAuditTest {
   private static final int PAYMENTS = 10_000;
   private static final int ROWS_PER_TRANSACTION = 5;
   private static final Duration APPEND_PAUSE = Duration.ofMillis(8);
-  /** The first c1 stalls in its handler after this many messages, and is SIGKILLed there. */
+  /** The first c1 stalls in its handler after this many messages, and is SIGKILLed there (relay-1: a third). */
   private static final int STALL_AFTER = 1_500;
 
   private static RedisCluster cluster;
@@ -137,17 +140,24 @@ class ClusterAuditTest {
 
     CountDownLatch relayKilled = new CountDownLatch(1);
     CountDownLatch consumerKilled = new CountDownLatch(1);
-    CompletableFuture<Void> appender = null;
+    ExecutorService appending = Executors.newSingleThreadExecutor();
     try {
-      start("relay", transport, "relay-1");
+      start("relay", transport, "relay-1", PAYMENTS / 3);
       start("consumer", transport, "c1", STALL_AFTER);
       Child c2 = start("consumer", transport, "c2");
-      appender = CompletableFuture.runAsync(() -> append(relayKilled, consumerKilled));
+      Future<?> appender = appending.submit(() -> append(relayKilled, consumerKilled));
 
-      await("a third of the payments published").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(50))
-          .until(() -> published() >= PAYMENTS / 3);
+      // Killed while it stalls after writing a third of the payments to Redis and before recording the last batch.
+      await("a third of the payments written by relay-1").atMost(Duration.ofSeconds(60))
+          .pollInterval(Duration.ofMillis(50)).until(() -> Files.readString(children.get(0).log).contains("stalling"));
       children.get(0).kill();
       relayKilled.countDown();
+      long publishedAtKill = published();
+      long inRedisAtKill = addedInRedis(transport);
+      assertThat(inRedisAtKill).as("rows in Redis when relay-1 died").isGreaterThanOrEqualTo(PAYMENTS / 3)
+          .isGreaterThan(publishedAtKill);
+      System.out.println("relay-1 SIGKILLed with " + inRedisAtKill + " rows in Redis, " + publishedAtKill
+          + " recorded as published");
       start("relay", transport, "relay-2");
 
       // Killed while its handler stalls inside a batch transaction, so that its restart has entries to take back.
@@ -193,9 +203,8 @@ class ClusterAuditTest {
     } finally {
       relayKilled.countDown();
       consumerKilled.countDown();
-      if (appender != null) {
-        appender.cancel(true);
-      }
+      appending.shutdownNow();
+      appending.awaitTermination(30, TimeUnit.SECONDS);
       for (Child child : children) {
         child.stop();
       }
@@ -249,6 +258,21 @@ class ClusterAuditTest {
       }
       return true;
     }
+  }
+
+  /** The relays' own count, beside each shard, of the entries added (or elements pushed), over the 8 shards. */
+  private long addedInRedis(String transport) {
+    long added = 0;
+    try (RedisClusterClient redis = cluster.newClient()) {
+      for (int shard = 0; shard < 8; shard++) {
+        String stream = StreamFormat.streamKey(env.keyPrefix(), "payments", shard);
+        String relayKey = transport.equals("stream") ? StreamFormat.relayKey(stream)
+            : ListFormat.relayKey(ListFormat.listKey(env.keyPrefix(), "payments", shard));
+        String value = redis.hget(relayKey, "added");
+        added += value == null ? 0 : Long.parseLong(value);
+      }
+    }
+    return added;
   }
 
   /** Every processing list the registries of the topic's 8 lists name, with its length. */
