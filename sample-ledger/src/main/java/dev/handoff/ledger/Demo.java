@@ -112,7 +112,11 @@ public final class Demo {
    */
   public static Report run(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer,
       JedisClientConfig redisConfig, Config config, PrintWriter out) {
-    LedgerServers servers = new LedgerServers(dataSource, redis, redisServer, redisConfig);
+    return run(new LedgerServers(dataSource, redis, redisServer, redisConfig), config, out);
+  }
+
+  /** As above, on {@code servers}: one Redis server or a Redis Cluster. */
+  public static Report run(LedgerServers servers, Config config, PrintWriter out) {
     TimedLog log = new TimedLog(out, 6);
     DemoTally tally = new DemoTally(servers, config);
     tally.requireFresh();

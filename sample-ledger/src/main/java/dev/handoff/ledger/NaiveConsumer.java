@@ -19,6 +19,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import redis.clients.jedis.RedisClusterClient;
 import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.exceptions.JedisDataException;
@@ -148,6 +149,32 @@ public final class NaiveConsumer implements AutoCloseable {
     close(Duration.ofSeconds(10));
   }
 
+  /**
+   * New entries of every shard: one XREADGROUP for all on one server; on a cluster, where one command cannot span
+   * the shards' slots, one per shard without blocking, then a short block on the first.
+   */
+  private List<Entry> readNew(String name) {
+    int count = Math.max(1, batchSize / streamKeys.size());
+    if (!(redis instanceof RedisClusterClient)) {
+      Map<String, StreamEntryID> streams = new LinkedHashMap<>();
+      for (String key : streamKeys) {
+        streams.put(key, StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY);
+      }
+      return entries(redis.xreadGroup(group, name, XReadGroupParams.xReadGroupParams().count(count)
+          .block((int) BLOCK.toMillis()), streams));
+    }
+    List<Entry> batch = new ArrayList<>();
+    for (String key : streamKeys) {
+      batch.addAll(entries(redis.xreadGroup(group, name, XReadGroupParams.xReadGroupParams().count(count),
+          Map.of(key, StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY))));
+    }
+    if (batch.isEmpty()) {
+      batch.addAll(entries(redis.xreadGroup(group, name, XReadGroupParams.xReadGroupParams().count(count)
+          .block(100), Map.of(streamKeys.get(0), StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY))));
+    }
+    return batch;
+  }
+
   private void run(String name) {
     Map<String, StreamEntryID> cursors = new HashMap<>();
     long nextReclaim = 0;
@@ -183,12 +210,7 @@ public final class NaiveConsumer implements AutoCloseable {
             reclaimed.addAndGet(batch.size());
           }
           if (batch.isEmpty()) {
-            Map<String, StreamEntryID> streams = new LinkedHashMap<>();
-            for (String key : streamKeys) {
-              streams.put(key, StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY);
-            }
-            batch = entries(redis.xreadGroup(group, name, XReadGroupParams.xReadGroupParams()
-                .count(Math.max(1, batchSize / streamKeys.size())).block((int) BLOCK.toMillis()), streams));
+            batch = readNew(name);
           }
           if (!batch.isEmpty()) {
             settle(batch);

@@ -1,19 +1,23 @@
 package dev.handoff.ledger.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.cli.Connections;
 import dev.handoff.ledger.Demo;
 import dev.handoff.ledger.EmbeddedServers;
 import dev.handoff.ledger.LedgerMigrations;
+import dev.handoff.ledger.LedgerServers;
 import dev.handoff.migrations.HandoffMigrations;
+import dev.handoff.outbox.RedisConnectionSpec;
 import dev.handoff.outbox.StreamFormat;
-import dev.handoff.cli.Connections;
 import java.io.PrintWriter;
+import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.UnifiedJedis;
 
 /** {@code demo}: the main job; see {@link Demo}. */
 @Command(name = "demo", description = "The main job: N payments through the outbox, a relay and two consumers, with"
@@ -29,6 +33,11 @@ final class DemoCommand implements Callable<Integer> {
 
   @Option(names = "--redis-url", description = "use this Redis instead of an embedded one")
   String redisUrl;
+
+  @Option(names = "--redis-cluster", split = ",", paramLabel = "HOST:PORT",
+      description = "use the Redis Cluster of these seed nodes instead of an embedded Redis (--redis-url, if given,"
+          + " then only logs in)")
+  List<String> redisCluster;
 
   @Option(names = "--schema", defaultValue = HandoffMigrations.DEFAULT_SCHEMA,
       description = "schema, which must hold no payments yet (${DEFAULT-VALUE})")
@@ -61,19 +70,23 @@ final class DemoCommand implements Callable<Integer> {
     Logging.handoff(verbose ? "INFO" : "ERROR");
     PrintWriter out = spec.commandLine().getOut();
     boolean embeddedPostgres = jdbcUrl == null || jdbcUrl.isBlank();
-    boolean embeddedRedis = redisUrl == null || redisUrl.isBlank();
+    List<HostAndPort> seeds = Connections.clusterSeeds(redisCluster);
+    boolean embeddedRedis = (redisUrl == null || redisUrl.isBlank()) && seeds.isEmpty();
     long t0 = System.nanoTime();
     try (EmbeddedServers servers = EmbeddedServers.start(embeddedPostgres, embeddedRedis)) {
       String jdbc = embeddedPostgres ? servers.jdbcUrl() : jdbcUrl;
-      String redisAt = embeddedRedis ? servers.redisUrl() : redisUrl;
+      String redisAt = embeddedRedis ? servers.redisUrl() : redisUrl != null && !redisUrl.isBlank() ? redisUrl
+          : "redis://" + seeds.get(0);
       if (embeddedPostgres || embeddedRedis) {
         out.printf("started %s in %.1fs%n", servers.describe(), (System.nanoTime() - t0) / 1e9);
       }
+      RedisConnectionSpec spec = Connections.redisSpec(redisAt, url -> RedisConnectionSpec.builder(url).cluster(seeds));
       try (HikariDataSource db = Connections.database(jdbc, 24, "ledger-demo");
-          RedisClient redis = Connections.redis(redisAt, 24)) {
+          UnifiedJedis redis = Connections.client(spec, 24, Connections.DEFAULT_CONNECT_TIMEOUT)) {
         LedgerMigrations.migrate(db, schema);
         ConnectionOptions.RedisTarget target = ConnectionOptions.parseRedisUrl(redisAt);
-        Demo.Report report = Demo.run(db, redis, target.server(), target.config(), config, out);
+        Demo.Report report = Demo.run(new LedgerServers(db, redis, seeds.isEmpty() ? target.server() : seeds.get(0),
+            target.config(), spec.clusterNodes()), config, out);
         report.lines().forEach(out::println);
         out.flush();
         return report.passed() ? 0 : 1;
