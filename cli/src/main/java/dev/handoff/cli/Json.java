@@ -49,24 +49,6 @@ public final class Json {
   }
 
   private static void string(StringBuilder out, String s) {
-    out.append('"');
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      switch (c) {
-        case '"' -> out.append("\\\"");
-        case '\\' -> out.append("\\\\");
-        case '\n' -> out.append("\\n");
-        case '\r' -> out.append("\\r");
-        case '\t' -> out.append("\\t");
-        default -> {
-          if (c < 0x20) {
-            out.append(String.format("\\u%04x", (int) c));
-          } else {
-            out.append(c);
-          }
-        }
-      }
-    }
-    out.append('"');
+    dev.handoff.outbox.internal.Json.writeString(out, s); // one escaper for every JSON handoff writes
   }
 }

@@ -12,10 +12,8 @@ import dev.handoff.testing.RedisCluster;
 import dev.handoff.testing.TestEnvironment;
 import java.io.File;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.sql.Connection;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -62,12 +60,10 @@ class ClusterCommandsTest {
       }
       tx.commit();
     }
-    List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
-        .toString(), "-cp", System.getProperty("java.class.path"), HandoffCommand.class.getName(), "relay",
-        "--jdbc-url", env.postgres().jdbcUrl(), "--schema", env.schema(), "--redis-cluster", seeds(),
-        "--key-prefix", env.keyPrefix(), "--topics", "orders:8", "--lease-ttl", "PT2S"));
     File log = Files.createTempFile("cluster-relay", ".log").toFile();
-    Process relay = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log).start();
+    Process relay = HandoffProcess.relay("--jdbc-url", env.postgres().jdbcUrl(), "--schema", env.schema(),
+        "--redis-cluster", seeds(), "--key-prefix", env.keyPrefix(), "--topics", "orders:8", "--lease-ttl", "PT2S")
+        .redirectErrorStream(true).redirectOutput(log).start();
     try (RedisClusterClient client = cluster.newClient()) {
       await().atMost(Duration.ofSeconds(60))
           .until(() -> env.queryLong("select count(*) from outbox where published_at is null") == 0);

@@ -20,7 +20,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -172,13 +171,6 @@ class RelayMetricsPortProcessTest {
   }
 
   private static ProcessBuilder command(String... args) {
-    List<String> command = new ArrayList<>();
-    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    command.add("-cp");
-    command.add(System.getProperty("java.class.path"));
-    command.add("dev.handoff.cli.HandoffCommand");
-    command.add("relay");
-    command.addAll(List.of(args));
-    return new ProcessBuilder(command);
+    return HandoffProcess.relay(args);
   }
 }

@@ -11,7 +11,6 @@ import dev.handoff.outbox.TopicConfig;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.sql.Connection;
 import java.util.ArrayList;
 import java.util.List;
@@ -47,12 +46,10 @@ class StatusCommandTest {
   private record Output(int exit, String out, String err) {}
 
   private Output status(String... more) throws Exception {
-    List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
-        .toString(), "-cp", System.getProperty("java.class.path"), HandoffCommand.class.getName(), "status",
-        "--jdbc-url", env.postgres().jdbcUrl(), "--schema", env.schema(), "--redis-url", env.redisUri().toString(),
-        "--key-prefix", env.keyPrefix()));
-    command.addAll(List.of(more));
-    Process p = new ProcessBuilder(command).start();
+    List<String> args = new ArrayList<>(List.of("status", "--jdbc-url", env.postgres().jdbcUrl(), "--schema",
+        env.schema(), "--redis-url", env.redisUri().toString(), "--key-prefix", env.keyPrefix()));
+    args.addAll(List.of(more));
+    Process p = HandoffProcess.builder(args.toArray(String[]::new)).start();
     assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
     return new Output(p.exitValue(), new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8),
         new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8));
@@ -98,10 +95,8 @@ class StatusCommandTest {
 
   @Test
   void anUnmigratedSchemaIsOneLineWithExitTwo() throws Exception {
-    List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
-        .toString(), "-cp", System.getProperty("java.class.path"), HandoffCommand.class.getName(), "status",
-        "--jdbc-url", env.postgres().jdbcUrl(), "--schema", "nothing_here", "--redis-url", env.redisUri().toString()));
-    Process p = new ProcessBuilder(command).start();
+    Process p = HandoffProcess.builder("status", "--jdbc-url", env.postgres().jdbcUrl(), "--schema", "nothing_here",
+        "--redis-url", env.redisUri().toString()).start();
     assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
     assertThat(p.exitValue()).isEqualTo(2);
     assertThat(new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8).lines().toList())

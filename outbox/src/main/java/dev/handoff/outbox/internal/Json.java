@@ -27,7 +27,8 @@ public final class Json {
     return out.append('}').toString();
   }
 
-  private static void writeString(StringBuilder out, String s) {
+  /** Appends {@code s} as a JSON string: quoted, with quotes, backslashes and control characters escaped. */
+  public static void writeString(StringBuilder out, String s) {
     out.append('"');
     for (int i = 0; i < s.length(); i++) {
       char c = s.charAt(i);
