@@ -94,6 +94,34 @@ class StatusCommandTest {
   }
 
   @Test
+  void watchRedrawsTheReportUntilSigtermAndExitsZero() throws Exception {
+    // A topic of its own: the tests of this class share the schema.
+    Outbox outbox = Outbox.builder().schema(env.schema()).build();
+    try (Connection tx = env.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      for (int i = 0; i < 3; i++) {
+        outbox.append(tx, Message.builder("watched", "order.placed").payload("p" + i).build());
+      }
+      tx.commit();
+    }
+    java.io.File out = java.nio.file.Files.createTempFile("status-watch", ".out").toFile();
+    Process p = HandoffProcess.builder("status", "--watch", "--interval", "100ms", "--jdbc-url",
+        env.postgres().jdbcUrl(), "--schema", env.schema(), "--redis-url", env.redisUri().toString(),
+        "--key-prefix", env.keyPrefix(), "--topic", "watched").redirectOutput(out).start();
+    try {
+      org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() ->
+          java.nio.file.Files.readString(out.toPath()).split("\033\\[H\033\\[2J", -1).length > 3);
+      String frames = java.nio.file.Files.readString(out.toPath());
+      assertThat(frames).contains("topic watched: 1 shard, nothing published yet, outbox depth 3");
+      p.destroy();
+      assertThat(p.waitFor(20, TimeUnit.SECONDS)).isTrue();
+      assertThat(p.exitValue()).isZero();
+    } finally {
+      p.destroyForcibly();
+    }
+  }
+
+  @Test
   void anUnmigratedSchemaIsOneLineWithExitTwo() throws Exception {
     Process p = HandoffProcess.builder("status", "--jdbc-url", env.postgres().jdbcUrl(), "--schema", "nothing_here",
         "--redis-url", env.redisUri().toString()).start();
