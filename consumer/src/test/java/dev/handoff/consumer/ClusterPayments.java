@@ -42,6 +42,7 @@ final class ClusterPayments implements AutoCloseable {
   final OutcomeCounts outcomes = new OutcomeCounts();
   final List<Throwable> relayFailures = new CopyOnWriteArrayList<>();
   final Map<ShardId, AtomicLong> republished = new ConcurrentHashMap<>();
+  final Map<ShardId, AtomicLong> trimmed = new ConcurrentHashMap<>();
   final AtomicInteger anomalies = new AtomicInteger();
   private final AtomicInteger appended = new AtomicInteger();
   private final Relay relay;
@@ -49,14 +50,23 @@ final class ClusterPayments implements AutoCloseable {
   private Thread producer;
   private volatile Throwable producerFailure;
 
+  /** Payments whose streams keep every entry ({@code trimStreams(false)}). */
   ClusterPayments(TestEnvironment env, RedisCluster cluster) {
+    this(env, cluster, 0);
+  }
+
+  /**
+   * Payments whose streams the relay trims right after publishing once {@code trimSlack} entries came since the
+   * last trim, below what the group finished (0: never trims).
+   */
+  ClusterPayments(TestEnvironment env, RedisCluster cluster, int trimSlack) {
     this.env = env;
     this.cluster = cluster;
     this.redis = cluster.newClient();
     env.execute("CREATE TABLE " + env.schema() + ".charge (message_id uuid NOT NULL, payment_key text NOT NULL)");
     RelayBuilder relayBuilder = Relay.builder(env.dataSource(), redis).schema(env.schema())
         .keyPrefix(env.keyPrefix()).topic(TopicConfig.of(TOPIC).withShards(SHARDS))
-        .idlePollInterval(Duration.ofMillis(200)).trimStreams(false).listener(new RelayListener() {
+        .idlePollInterval(Duration.ofMillis(200)).listener(new RelayListener() {
           @Override
           public void failed(Throwable error) {
             relayFailures.add(error);
@@ -68,11 +78,16 @@ final class ClusterPayments implements AutoCloseable {
           }
 
           @Override
+          public void trimmed(ShardId shard, String minId, long evicted) {
+            trimmed.computeIfAbsent(shard, s -> new AtomicLong()).addAndGet(evicted);
+          }
+
+          @Override
           public void anomaly(ShardId shard, int rows, String detail) {
             anomalies.addAndGet(rows);
           }
         });
-    this.relay = relayBuilder.build();
+    this.relay = (trimSlack > 0 ? relayBuilder.trimSlack(trimSlack) : relayBuilder.trimStreams(false)).build();
     this.consumer = StreamConsumer.builder(env.dataSource(), cluster.masters().get(0))
         .redisCluster(cluster.seeds()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(TOPIC).withShards(SHARDS)).group(GROUP).workers(2)

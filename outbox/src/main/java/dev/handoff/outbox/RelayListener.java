@@ -35,8 +35,10 @@ public interface RelayListener {
   default void anomaly(ShardId shard, int rows, String detail) {}
 
   /**
-   * Redis lost the stream (restart without persistence, eviction, deletion). {@code republished} rows at or above
-   * the trim watermark are being published again with their original IDs.
+   * Redis lost the stream (restart without persistence, eviction, deletion) or its last entries (a replica promoted
+   * after its master failed lacked the last writes). {@code republished} rows are being published again with their
+   * original IDs: every retained row at or above the trim watermark after a whole loss; after a partial one, those
+   * from the first entry the stream still holds.
    */
   default void streamLost(ShardId shard, long republished) {}
 

@@ -68,7 +68,8 @@ final class OutboxQueries {
         + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? RETURNING watermark_ms, watermark_seq)"
         + " UPDATE " + outbox + " o SET published_at = NULL FROM lease"
         + " WHERE o.topic = ? AND o.shard = ? AND o.published_at IS NOT NULL"
-        + " AND (o.stream_ms, o.stream_seq) >= (lease.watermark_ms, lease.watermark_seq)";
+        + " AND (o.stream_ms, o.stream_seq) >= (lease.watermark_ms, lease.watermark_seq)"
+        + " AND (o.stream_ms, o.stream_seq) >= (?, ?)";
     // One bounded range of the primary key per statement: the rows of [from, to) of the relay's topics, the ones
     // published before the cut deleted and recorded in the purge log in the same statement (no crash can separate
     // the two). A walk along id ranges stays bounded whatever the table holds; a statement that looked for rows
@@ -246,7 +247,7 @@ final class OutboxQueries {
     }
   }
 
-  long republish(Connection c, ShardId shard, String owner, long epoch) throws SQLException {
+  long republish(Connection c, ShardId shard, String owner, long epoch, StreamId floor) throws SQLException {
     try (PreparedStatement ps = prepare(c, republish)) {
       ps.setString(1, shard.topic());
       ps.setInt(2, shard.shard());
@@ -254,6 +255,8 @@ final class OutboxQueries {
       ps.setLong(4, epoch);
       ps.setString(5, shard.topic());
       ps.setInt(6, shard.shard());
+      ps.setLong(7, floor.ms());
+      ps.setLong(8, floor.seq());
       return ps.executeUpdate();
     }
   }

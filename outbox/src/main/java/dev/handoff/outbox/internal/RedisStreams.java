@@ -101,6 +101,22 @@ final class RedisStreams implements RedisTransport {
     }
   }
 
+  @Override
+  public StreamId survivingFloor(String streamKey, String relayKey) {
+    try {
+      StreamInfo info = redis.xinfoStream(streamKey);
+      if (info.getLength() > 0 && info.getFirstEntry() != null) {
+        return new StreamId(info.getFirstEntry().getID().getTime(), info.getFirstEntry().getID().getSequence());
+      }
+      return new StreamId(info.getLastGeneratedId().getTime(), info.getLastGeneratedId().getSequence() + 1);
+    } catch (JedisDataException e) {
+      if (e.getMessage() != null && e.getMessage().contains("no such key")) {
+        return StreamId.ZERO;
+      }
+      throw AclErrors.direct(e, "XINFO|STREAM", List.of(streamKey));
+    }
+  }
+
   static byte[] bytes(String s) {
     return s.getBytes(StandardCharsets.UTF_8);
   }

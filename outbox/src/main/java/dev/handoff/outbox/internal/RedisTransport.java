@@ -53,6 +53,16 @@ interface RedisTransport {
   /** The highest ID ever written to {@code key}, or zero; a new lease owner never assigns at or below it. */
   StreamId lastGeneratedId(String key, String relayKey);
 
+  /**
+   * After a partial loss (the key exists, with fewer entries than the relay confirmed), the lowest ID the key may
+   * still lack: its first entry, or just above its last generated ID when it is empty. Everything below it was
+   * trimmed, and trims only take what every consumer finished. {@link StreamId#ZERO} when the key is gone or the
+   * transport cannot tell, so that every retained row goes again.
+   */
+  default StreamId survivingFloor(String key, String relayKey) {
+    return StreamId.ZERO;
+  }
+
   /** Trims what every consumer finished, and reports the watermark; {@code noGroupFloor} is the retention cut. */
   TrimResult trim(String key, String relayKey, StreamId noGroupFloor, int limit);
 }

@@ -42,6 +42,7 @@ final class ShardPublisher {
   private final LeaseQueries leases;
   private final OutboxQueries outbox;
   private final PendingWork pendingWork;
+  private final StreamLoss loss;
   private final RelayFaults faults;
   private final RelayMaintenance maintenance;
   private final Map<ShardId, OwnedShard> owned;
@@ -60,6 +61,7 @@ final class ShardPublisher {
     this.leases = leases;
     this.outbox = outbox;
     this.pendingWork = new PendingWork(config.schema());
+    this.loss = new StreamLoss(config.owner(), streams, outbox);
     this.faults = faults;
     this.maintenance = maintenance;
     this.owned = owned;
@@ -360,11 +362,7 @@ final class ShardPublisher {
   }
 
   private long streamLost(Connection c, OwnedShard o, long redisCount) throws SQLException {
-    long republished = outbox.republish(c, o.id, config.owner(), o.epoch);
-    log.error("relay {}: REDIS LOST STREAM {} (Redis counts {} entries added by relays, the database confirmed {};"
-            + " restarted without persistence, evicted or deleted?). Publishing {} retained rows again with their"
-            + " original IDs; consumers' inboxes absorb what they already processed.",
-        config.owner(), o.streamKey, redisCount, o.confirmedAdded, republished);
+    long republished = loss.requeue(c, o, redisCount);
     o.confirmedAdded = 0;
     o.checkAssigned = true;
     notify(() -> listener.streamLost(o.id, republished));
