@@ -22,6 +22,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.StreamEntryID;
 
 /**
  * Redis losing part of what the relay wrote, each way the relay's checks in {@code publish.lua} and
@@ -75,6 +76,63 @@ class RedisDataLossTest {
           .isEqualTo("550");
       assertThat(republished.get()).as("every retained row was sent again").isEqualTo(500);
       assertThat(alreadyPresent.get()).as("the snapshot's entries were recognised, not added again").isEqualTo(300);
+    }
+  }
+
+  @Test
+  void anOlderCopyOfATrimmedStreamGetsOnlyWhatItLacksWithTheOriginalIdsAndNoAnomaly(@TempDir Path dir)
+      throws Exception {
+    RestartableRedis server = RestartableRedis.startWithSnapshots(dir);
+    AtomicLong anomalies = new AtomicLong();
+    AtomicLong trimmed = new AtomicLong();
+    try (server) {
+      RedisClient redis = env.newRedisClient(server.uri());
+      redis.configSet("stream-node-max-entries", "10"); // MINID ~ evicts whole nodes: small ones, so a trim bites
+      String key = StreamFormat.streamKey(env.keyPrefix(), "orders", 0);
+      try (Relay relay = relay(redis, "orders").trimSlack(50).listener(new RelayListener() {
+            @Override
+            public void streamLost(ShardId shard, long rows) {
+              republished.addAndGet(rows);
+            }
+
+            @Override
+            public void anomaly(ShardId shard, int rows, String detail) {
+              anomalies.addAndGet(rows);
+            }
+
+            @Override
+            public void trimmed(ShardId shard, String minId, long evicted) {
+              trimmed.addAndGet(evicted);
+            }
+          }).build()) {
+        RelayTestSupport.append(env, "orders", 300);
+        publishAll(relay);
+        // A group that finished the first 200: the trim right after the next publish (past trimSlack) drops
+        // them, and stores no watermark.
+        String finished = env.queryList("select stream_ms || '-' || stream_seq from outbox order by id offset 199"
+            + " limit 1", String.class).get(0);
+        redis.xgroupCreate(key, "billing", new StreamEntryID(finished), false);
+        RelayTestSupport.append(env, "orders", 60);
+        publishAll(relay);
+        assertThat(trimmed.get()).as("entries trimmed below what the group finished").isPositive();
+        long held = redis.xlen(key);
+        assertThat(held).isEqualTo(360 - trimmed.get());
+        server.snapshot(); // an older copy of the shard: 360 counted, the first `trimmed` gone
+        RelayTestSupport.append(env, "orders", 200);
+        publishAll(relay);
+
+        server.killAndRestartFromSnapshot(); // as a replica promoted before it had the last 200
+        assertThat(RelayTestSupport.reconnected(redis).xlen(key)).isEqualTo(held);
+        publishAll(relay);
+      }
+      List<RelayTestSupport.Entry> entries = RelayTestSupport.entries(redis, key);
+      assertThat(entries).hasSize((int) (560 - trimmed.get()));
+      assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize(entries.size());
+      RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, entries);
+      assertThat(redis.hget(key + ":relay", "added")).isEqualTo("560");
+      // From the first entry the copy holds: its own entries (found present) and the 200 it lacked, not the trimmed.
+      assertThat(republished.get()).isEqualTo(560 - trimmed.get());
+      assertThat(anomalies.get()).as("rows refused as another writer's").isZero();
     }
   }
 
