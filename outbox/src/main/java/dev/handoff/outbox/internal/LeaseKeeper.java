@@ -126,8 +126,21 @@ final class LeaseKeeper {
       int live = leases.liveMembers(c, config.leaseTtl());
       int target = (allShards.size() + live - 1) / live;
 
+      ShardFailures probes = new ShardFailures();
       for (OwnedShard o : new ArrayList<>(owned.values())) {
-        publisher.probe(c, o);
+        probes.attempt(o, () -> {
+          publisher.probe(c, o);
+          return o;
+        });
+      }
+      // All failing is Redis down: the cycle fails, as it always did. Some failing is one cluster node down or a slot
+      // moving: the lease work goes on (a failed cycle brings the next check on at once, so failing here would stop
+      // every shard), and the publish cycle reports the failure when it writes to that shard.
+      if (probes.count() > 0 && probes.count() >= owned.size()) {
+        probes.rethrow();
+      } else if (probes.count() > 0) {
+        log.warn("relay {}: the loss check of {} shard(s) failed, checked again at the next lease check: {}",
+            config.owner(), probes.count(), probes.first().toString());
       }
       // More relays than before: give back shards above the fair share, so others can take them now.
       List<OwnedShard> mine = new ArrayList<>(owned.values());

@@ -80,12 +80,12 @@ final class ShardPublisher {
     mayHaveMore = true;
   }
 
-
   /**
    * One cycle over the owned shards: what is already assigned first; then a new batch for every shard that has rows,
    * all assigned in one transaction, written to Redis shard after shard, and all marked in one transaction after the
    * last write. Until its mark, a written batch stays the lease's pending batch: after a failure or a crash it is
-   * sent again with its IDs and found. Sets {@link #mayHaveMore()}.
+   * sent again with its IDs and found. A shard whose node fails waits so ({@link ShardFailures}) while the others go
+   * on; the cycle then throws that failure. Sets {@link #mayHaveMore()}.
    */
   RelayCycle publishOwned(boolean assignedOnly) throws SQLException {
     int published = 0;
@@ -95,12 +95,16 @@ final class ShardPublisher {
       return new RelayCycle(0, 0, 0, 0);
     }
     int assigned = 0;
+    ShardFailures failures = new ShardFailures();
     try (Connection c = connections.get()) {
       Set<ShardId> withWork = assignedOnly ? Set.of() : pendingWork.shardsWithWork(c, owned.keySet());
       List<Wanted> wanted = new ArrayList<>();
       for (OwnedShard o : new ArrayList<>(owned.values())) {
         if (o.checkAssigned) {
-          PublishOutcome p = publishAssigned(c, o);
+          PublishOutcome p = failures.attempt(o, () -> publishAssigned(c, o));
+          if (p == null) {
+            continue;
+          }
           published += p.published;
           republished += p.republished;
           mayHaveMore |= p.published + p.republished > 0;
@@ -113,8 +117,8 @@ final class ShardPublisher {
           continue;
         }
         // A bounded target (a list at capacity) takes no more than it has room for; the outbox holds the rest.
-        long room = streams.room(o.streamKey, o.relayKey);
-        if (room > 0) {
+        Long room = failures.attempt(o, () -> streams.room(o.streamKey, o.relayKey));
+        if (room != null && room > 0) {
           wanted.add(new Wanted(o, (int) Math.min(o.batchSize, room)));
         }
       }
@@ -124,7 +128,11 @@ final class ShardPublisher {
         List<OutboxRow> rows = a.rows();
         assigned += rows.size();
         faults.beforeStreamWrite(o.id, rows.size());
-        PublishResult result = streams.publish(o.streamKey, o.relayKey, o.confirmedAdded, rows);
+        PublishResult result = failures.attempt(o, () -> streams.publish(o.streamKey, o.relayKey, o.confirmedAdded,
+            rows));
+        if (result == null) {
+          continue; // still the shard's pending batch: sent again with its IDs
+        }
         if (result.lost()) {
           republished += streamLost(c, o, result.entriesAdded());
           mayHaveMore = true;
@@ -135,7 +143,8 @@ final class ShardPublisher {
       }
       published += markAll(c, unrecorded);
     }
-    maintenance.trimAfterPublish(owned.values());
+    maintenance.trimAfterPublish(owned.values().stream().filter(o -> !failures.failed(o)).toList());
+    failures.rethrow();
     return new RelayCycle(owned.size(), assigned, published, republished);
   }
 
