@@ -23,6 +23,10 @@ import java.util.stream.Collectors;
  *   <li>every component: {@code +evalsha +eval} (scripts run by SHA, sent whole once when Redis does not know them;
  *       a script runs with the caller's permissions, so {@code +eval} grants no command the rule does not) and
  *       {@code +ping} (Jedis's pool checks idle connections with it);</li>
+ *   <li>every component also {@code +cluster|slots}: on a Redis Cluster, Jedis's cluster client reads the slot map with
+ *       it when it connects and after a MOVED, and cannot start without it (probed with Jedis 8.0.2: a user lacking
+ *       it gets "Could not initialize cluster slots cache"); on a single server it only reads topology, and Redis
+ *       answers it with an error;</li>
  *   <li>every component also {@code +client|setname}, which the command-line tools ({@code handoff.jar}, the
  *       sample ledger's {@code consume} and {@code status}) send to name their connections;</li>
  *   <li>no Pub/Sub channel, no other key, no administrative command. A Redis database other than 0 needs
@@ -34,7 +38,7 @@ import java.util.stream.Collectors;
  */
 public final class RedisAcl {
 
-  private static final Set<String> EVERYONE = Set.of("PING", "EVALSHA", "EVAL");
+  private static final Set<String> EVERYONE = Set.of("PING", "EVALSHA", "EVAL", "CLUSTER|SLOTS");
 
   /**
    * The relay on streams: publish.lua, trim.lua, {@code XINFO STREAM} when it takes a lease, and the repair of

@@ -17,17 +17,17 @@ import org.junit.jupiter.api.Test;
  */
 class RedisAclRulesTest {
 
-  static final String RELAY_STREAMS = "resetkeys ~handoff:{* resetchannels -@all +client|setname +eval +evalsha"
+  static final String RELAY_STREAMS = "resetkeys ~handoff:{* resetchannels -@all +client|setname +cluster|slots +eval +evalsha"
       + " +exists +hget +hset +ping +xack +xadd +xinfo|groups +xinfo|stream +xlen +xpending +xrange +xtrim";
-  static final String RELAY_LISTS = "resetkeys ~handoff:{* resetchannels -@all +client|setname +del +eval +evalsha"
+  static final String RELAY_LISTS = "resetkeys ~handoff:{* resetchannels -@all +client|setname +cluster|slots +del +eval +evalsha"
       + " +hget +hkeys +hmget +hset +llen +lrange +ping +rpush";
-  static final String STREAM_CONSUMER = "resetkeys ~handoff:{* resetchannels -@all +client|setname +eval +evalsha"
+  static final String STREAM_CONSUMER = "resetkeys ~handoff:{* resetchannels -@all +client|setname +cluster|slots +eval +evalsha"
       + " +exists +ping +xack +xautoclaim +xclaim +xgroup|create +xgroup|delconsumer +xinfo|stream +xpending +xrange +xreadgroup";
-  static final String LIST_CONSUMER = "resetkeys ~handoff:{* resetchannels -@all +blmove +client|setname +del +eval"
+  static final String LIST_CONSUMER = "resetkeys ~handoff:{* resetchannels -@all +blmove +client|setname +cluster|slots +del +eval"
       + " +evalsha +exists +hdel +hget +hgetall +hincrby +hkeys +hset +llen +lmove +lpos +lrange +lrem +ping +set +time";
-  static final String OPERATOR = "resetkeys ~handoff:{* resetchannels -@all +client|setname +eval +evalsha +exists"
+  static final String OPERATOR = "resetkeys ~handoff:{* resetchannels -@all +client|setname +cluster|slots +eval +evalsha +exists"
       + " +hget +hkeys +hmget +llen +lrange +ping +xinfo|groups +xinfo|stream +xlen +xpending +xrange +xrevrange";
-  private static final String STREAM_ADMIN = "resetkeys ~handoff:{* resetchannels -@all +client|setname +eval"
+  private static final String STREAM_ADMIN = "resetkeys ~handoff:{* resetchannels -@all +client|setname +cluster|slots +eval"
       + " +evalsha +exists +ping +xgroup|setid +xinfo|groups +xinfo|stream +xlen +xpending +xrange +xtrim";
 
   @Test
