@@ -160,7 +160,7 @@ public final class DefaultRelay implements Relay {
       RelayCycle pass;
       do {
         leaseKeeper.manage(false);
-        pass = publisher.publishOwned(false);
+        pass = publisher.publishOwned(true);
         total = new RelayCycle(owned.size(), total.assigned() + pass.assigned(),
             total.published() + pass.published(), total.republished() + pass.republished());
       } while (pass.assigned() + pass.published() + pass.republished() > 0);
@@ -181,6 +181,7 @@ public final class DefaultRelay implements Relay {
     work.lock();
     try {
       try (Connection c = autocommit()) {
+        publisher.flushMarks(c);
         maintenance.startNow();
         RetentionReport report;
         do {
@@ -291,7 +292,7 @@ public final class DefaultRelay implements Relay {
         try {
           leaseKeeper.manage(false);
           health.checkBacklogIfDue(this::autocommit);
-          publisher.publishOwned(false);
+          publisher.publishOwned(true);
           if (maintenance.due()) {
             maintainSlice(RelayMaintenance.SLICE_NANOS);
           }
@@ -302,6 +303,9 @@ public final class DefaultRelay implements Relay {
         if (publisher.mayHaveMore()) {
           idleMillis = 0;
           continue;
+        }
+        if (publisher.holdsMarks()) {
+          idleMillis = 0; // the marks wait for the next cycle: at most the first, short wait below
         }
         // Fast when busy, up to the idle interval when quiet; a notification cuts any wait short.
         idleMillis = idleMillis == 0 ? 5 : Math.min(config.idlePollInterval().toMillis(), idleMillis * 2);
@@ -338,6 +342,7 @@ public final class DefaultRelay implements Relay {
   /** Runs a slice of the due maintenance; a run still in progress afterwards brings the next cycle on at once. */
   private RetentionReport maintainSlice(long sliceNanos) throws SQLException {
     try (Connection c = autocommit()) {
+      publisher.flushMarks(c);
       RetentionReport done = maintenance.slice(c, owned, sliceNanos);
       if (done == null && maintenance.due()) {
         publisher.moreToDo();
@@ -350,6 +355,7 @@ public final class DefaultRelay implements Relay {
   private void forgetProgress() {
     work.lock();
     try {
+      publisher.forgetHeldMarks();
       owned.values().forEach(o -> o.checkAssigned = true);
       leaseKeeper.checkSoon();
     } finally {

@@ -80,6 +80,7 @@ final class LeaseKeeper {
    * stop, so that a peer takes the shards at once instead of after the TTL. Returns whether nothing was left.
    */
   boolean releaseAll(Connection c, long deadlineNanos) throws SQLException {
+    publisher.flushMarks(c);
     boolean drained = true;
     for (OwnedShard o : new ArrayList<>(owned.values())) {
       renewer.checkIn();
@@ -109,6 +110,8 @@ final class LeaseKeeper {
     }
     nextLeaseCheckNanos = now + config.leaseTtl().toNanos() / 3;
     try (Connection c = connections.get()) {
+      // The loss check below must see the rows of held batches as published, as an immediate mark leaves them.
+      publisher.flushMarks(c);
       // The first check renews here too, so that this relay counts itself among the live ones from the start.
       boolean renewHere = !renewer.running() || !rowsEnsured;
       if (!rowsEnsured) {

@@ -1,6 +1,5 @@
 package dev.handoff.outbox.internal;
 
-import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayConfig;
 import dev.handoff.outbox.RelayCycle;
 import dev.handoff.outbox.RelayListener;
@@ -11,14 +10,13 @@ import dev.handoff.outbox.testkit.RelayFaults;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The relay's publishing job: per owned shard, what is already assigned (a pending batch after a crash or a takeover,
@@ -34,15 +32,13 @@ final class ShardPublisher {
     Connection get() throws SQLException;
   }
 
-  private static final Logger log = LoggerFactory.getLogger(Relay.class);
-
   private final RelayConfig config;
   private final RelayListener listener;
   private final RedisTransport streams;
-  private final LeaseQueries leases;
   private final OutboxQueries outbox;
   private final PendingWork pendingWork;
   private final StreamLoss loss;
+  private final BatchMarks marks;
   private final RelayFaults faults;
   private final RelayMaintenance maintenance;
   private final Map<ShardId, OwnedShard> owned;
@@ -58,10 +54,10 @@ final class ShardPublisher {
     this.config = config;
     this.listener = config.listener();
     this.streams = streams;
-    this.leases = leases;
     this.outbox = outbox;
     this.pendingWork = new PendingWork(config.schema());
     this.loss = new StreamLoss(config.owner(), streams, outbox);
+    this.marks = new BatchMarks(config, streams, leases, outbox, lostHandler, notifier);
     this.faults = faults;
     this.maintenance = maintenance;
     this.owned = owned;
@@ -81,49 +77,47 @@ final class ShardPublisher {
   }
 
   /**
-   * One cycle over the owned shards: what is already assigned first; then a new batch for every shard that has rows,
-   * all assigned in one transaction, written to Redis shard after shard, and all marked in one transaction after the
-   * last write. Until its mark, a written batch stays the lease's pending batch: after a failure or a crash it is
-   * sent again with its IDs and found. A shard whose node fails waits so ({@link ShardFailures}) while the others go
-   * on; the cycle then throws that failure. Sets {@link #mayHaveMore()}.
+   * One cycle over the owned shards, in one transaction: what is already assigned first (a pending batch after a
+   * crash or a takeover, rows re-published after Redis lost data); then, in shard order, the mark of each batch the
+   * previous cycle wrote and held ({@link BatchMarks}) and a new batch for every shard that has rows; then the new
+   * batches written to Redis shard after shard. With {@code holdMarks} the new batches wait, unmarked, for the next
+   * cycle's transaction; otherwise they are marked at once in a second one. Until its mark, a written batch stays the
+   * lease's pending batch: after a failure or a crash it is sent again with its IDs and found. A shard whose node
+   * fails waits so ({@link ShardFailures}) while the others go on; the cycle then marks what the others wrote and
+   * throws that failure. Sets {@link #mayHaveMore()}.
    */
-  RelayCycle publishOwned(boolean assignedOnly) throws SQLException {
+  RelayCycle publishOwned(boolean holdMarks) throws SQLException {
     int published = 0;
     long republished = 0;
     mayHaveMore = false;
     if (owned.isEmpty()) {
+      marks.forget();
       return new RelayCycle(0, 0, 0, 0);
     }
     int assigned = 0;
     ShardFailures failures = new ShardFailures();
     try (Connection c = connections.get()) {
-      Set<ShardId> withWork = assignedOnly ? Set.of() : pendingWork.shardsWithWork(c, owned.keySet());
-      List<Wanted> wanted = new ArrayList<>();
       for (OwnedShard o : new ArrayList<>(owned.values())) {
         if (o.checkAssigned) {
           PublishOutcome p = failures.attempt(o, () -> publishAssigned(c, o));
-          if (p == null) {
-            continue;
+          if (p != null) {
+            published += p.published;
+            republished += p.republished;
+            mayHaveMore |= p.published + p.republished > 0;
           }
-          published += p.published;
-          republished += p.republished;
-          mayHaveMore |= p.published + p.republished > 0;
-        }
-        if (assignedOnly || !owned.containsKey(o.id) || o.checkAssigned) {
-          continue;
-        }
-        if (!withWork.contains(o.id)) {
-          adaptBatchSize(o, 0);
-          continue;
-        }
-        // A bounded target (a list at capacity) takes no more than it has room for; the outbox holds the rest.
-        Long room = failures.attempt(o, () -> streams.room(o.streamKey, o.relayKey));
-        if (room != null && room > 0) {
-          wanted.add(new Wanted(o, (int) Math.min(o.batchSize, room)));
         }
       }
-      List<Written> unrecorded = new ArrayList<>();
-      for (Assigned a : assignAll(c, wanted)) {
+      List<BatchMarks.Written> toMark = marks.takeHeld();
+      Cycle cycle;
+      try {
+        cycle = Transactions.inOne(c, () -> markAndAssign(c, toMark, failures));
+      } catch (SQLException | RuntimeException | Error e) {
+        toMark.forEach(w -> w.shard().checkAssigned = true);
+        throw e;
+      }
+      published += marks.applyAll(cycle.recorded());
+      List<BatchMarks.Written> written = new ArrayList<>();
+      for (Assigned a : batchesOf(cycle)) {
         OwnedShard o = a.shard();
         List<OutboxRow> rows = a.rows();
         assigned += rows.size();
@@ -139,13 +133,35 @@ final class ShardPublisher {
           continue;
         }
         faults.afterStreamWrite(o.id, rows.size());
-        unrecorded.add(new Written(o, rows, result));
+        written.add(new BatchMarks.Written(o, rows, result));
       }
-      published += markAll(c, unrecorded);
+      if (holdMarks && failures.count() == 0) {
+        marks.hold(written);
+      } else {
+        published += marks.markAll(c, written);
+      }
     }
     maintenance.trimAfterPublish(owned.values().stream().filter(o -> !failures.failed(o)).toList());
     failures.rethrow();
     return new RelayCycle(owned.size(), assigned, published, republished);
+  }
+
+  /** Whether batches the last cycle wrote wait for the next cycle's transaction to mark them. */
+  boolean holdsMarks() {
+    return marks.holding();
+  }
+
+  /**
+   * Marks the held batches now, in one transaction: before anything else looks at a shard's pending batch or its
+   * published rows (a loss check, a re-send, a release, maintenance).
+   */
+  int flushMarks(Connection c) throws SQLException {
+    return marks.flush(c);
+  }
+
+  /** Forgets the held batches after a failure; each is sent again (and found) from its lease's pending batch. */
+  void forgetHeldMarks() {
+    marks.forget();
   }
 
   /** A shard that has rows, and how many it may take now. */
@@ -154,62 +170,76 @@ final class ShardPublisher {
   /** A new batch, committed as its shard's pending batch. */
   private record Assigned(OwnedShard shard, List<OutboxRow> rows) {}
 
+  /** What a cycle's transaction did: the marks it wrote, and the batches it asked for with what it got. */
+  private record Cycle(List<BatchMarks.Recorded> recorded, List<Wanted> wanted, List<OutboxQueries.Batch> batches) {}
+
   /**
-   * Assigns the next batch of every wanted shard in one transaction, always from the shard's lowest unassigned row: a
-   * row that commits late with a lower id must go before anything its key commits later. The lease rows are locked
-   * in shard order, as every statement that locks several of them does, so that two such transactions never
-   * deadlock.
+   * The cycle's transaction: which shards have rows, and then, shard by shard in shard order, the mark of the
+   * shard's held batch and the assignment of its next one, always from its lowest unassigned row (a row that
+   * commits late with a lower id must go before anything its key commits later). Marking first is what lets the
+   * assignment run: a shard has at most one pending batch. Every lease row is locked in shard order, as every
+   * statement that locks several of them does, so that two such transactions never deadlock.
    */
-  private List<Assigned> assignAll(Connection c, List<Wanted> wanted) throws SQLException {
-    if (wanted.isEmpty()) {
-      return List.of();
-    }
-    wanted.sort(Comparator.comparing(w -> w.shard().id));
-    List<OutboxQueries.Batch> batches = Transactions.inOne(c, () -> {
-      List<OutboxQueries.Batch> out = new ArrayList<>(wanted.size());
-      for (Wanted w : wanted) {
-        OwnedShard o = w.shard();
-        out.add(outbox.assign(c, o.id, config.owner(), o.epoch, w.limit(), config.maxBatchBytes()));
+  private Cycle markAndAssign(Connection c, List<BatchMarks.Written> toMark, ShardFailures failures)
+      throws SQLException {
+    Set<ShardId> withWork = pendingWork.shardsWithWork(c, owned.keySet());
+    TreeMap<ShardId, Wanted> wanted = new TreeMap<>();
+    for (OwnedShard o : new ArrayList<>(owned.values())) {
+      if (o.checkAssigned) {
+        continue;
       }
-      return out;
-    });
+      if (!withWork.contains(o.id)) {
+        adaptBatchSize(o, 0);
+        continue;
+      }
+      // A bounded target (a list at capacity) takes no more than it has room for; the outbox holds the rest.
+      Long room = failures.attempt(o, () -> streams.room(o.streamKey, o.relayKey));
+      if (room != null && room > 0) {
+        wanted.put(o.id, new Wanted(o, (int) Math.min(o.batchSize, room)));
+      }
+    }
+    TreeMap<ShardId, BatchMarks.Written> marking = new TreeMap<>();
+    toMark.forEach(w -> marking.put(w.shard().id, w));
+    TreeSet<ShardId> order = new TreeSet<>(wanted.keySet());
+    order.addAll(marking.keySet());
+    List<BatchMarks.Recorded> recorded = new ArrayList<>(marking.size());
+    List<Wanted> asked = new ArrayList<>(wanted.size());
+    List<OutboxQueries.Batch> batches = new ArrayList<>(wanted.size());
+    for (ShardId shard : order) {
+      BatchMarks.Written w = marking.get(shard);
+      if (w != null) {
+        recorded.add(marks.record(c, w, true));
+      }
+      Wanted want = wanted.get(shard);
+      if (want != null) {
+        OwnedShard o = want.shard();
+        asked.add(want);
+        batches.add(outbox.assign(c, o.id, config.owner(), o.epoch, want.limit(), config.maxBatchBytes()));
+      }
+    }
+    return new Cycle(recorded, asked, batches);
+  }
+
+  /** The batches a cycle's transaction assigned, once it committed; a shard whose lease went is given up. */
+  private List<Assigned> batchesOf(Cycle cycle) {
     List<Assigned> out = new ArrayList<>();
-    for (int i = 0; i < wanted.size(); i++) {
-      OwnedShard o = wanted.get(i).shard();
-      OutboxQueries.Batch batch = batches.get(i);
+    for (int i = 0; i < cycle.wanted().size(); i++) {
+      Wanted want = cycle.wanted().get(i);
+      OwnedShard o = want.shard();
+      OutboxQueries.Batch batch = cycle.batches().get(i);
       if (!batch.exists()) {
         lost(o, "its lease expired or was taken over before it could assign");
         continue;
       }
       // A full batch may have left rows behind; a short one took all there were when it ran, and rows committed
       // since then notify (or are found by the next idle poll): no second pass over every shard just to see.
-      mayHaveMore |= batch.rows().size() >= wanted.get(i).limit();
+      mayHaveMore |= batch.rows().size() >= want.limit();
       adaptBatchSize(o, batch.rows().size());
       if (!batch.rows().isEmpty()) {
         out.add(new Assigned(o, batch.rows()));
       }
     }
     return out;
-  }
-
-  /** Marks every batch Redis accepted in this cycle, in one transaction; the effects follow its commit. */
-  private int markAll(Connection c, List<Written> written) throws SQLException {
-    if (written.isEmpty()) {
-      return 0;
-    }
-    written.sort(Comparator.comparing(w -> w.shard().id));
-    List<Recorded> recorded = Transactions.inOne(c, () -> {
-      List<Recorded> out = new ArrayList<>(written.size());
-      for (Written w : written) {
-        out.add(record(c, w.shard(), w.rows(), w.result(), true));
-      }
-      return out;
-    });
-    int marked = 0;
-    for (Recorded r : recorded) {
-      marked += apply(r);
-    }
-    return marked;
   }
 
   private void adaptBatchSize(OwnedShard o, int rows) {
@@ -222,14 +252,12 @@ final class ShardPublisher {
 
   private record PublishOutcome(int published, long republished) {}
 
-  /** A pending batch Redis accepted, not yet recorded in the database. */
-  private record Written(OwnedShard shard, List<OutboxRow> rows, PublishResult result) {}
-
   /**
    * Sends what is assigned to the shard until nothing is left, until two calls in a row send nothing (the target is
    * full: what is left waits, with its IDs, for room), or until the deadline. Returns whether nothing is left.
    */
   boolean sendAssigned(Connection c, OwnedShard o, long deadlineNanos) throws SQLException {
+    marks.flush(c);
     o.checkAssigned = true;
     int idle = 0;
     while (o.checkAssigned && owned.containsKey(o.id) && System.nanoTime() < deadlineNanos && idle < 2) {
@@ -292,82 +320,12 @@ final class ShardPublisher {
         break;
       }
       faults.afterStreamWrite(o.id, chunk.size());
-      published += confirm(c, o, chunk, result, endsBatch);
+      published += marks.apply(marks.record(c, new BatchMarks.Written(o, chunk, result), endsBatch));
       if (result.statuses().contains(EntryStatus.NOT_SENT)) {
         break; // the target is full: what follows must wait, in order, for the next attempt
       }
     }
     return new PublishOutcome(published, republished);
-  }
-
-  /** Marks what Redis holds as published, and re-queues what it refused without holding. */
-  private int confirm(Connection c, OwnedShard o, List<OutboxRow> chunk, PublishResult result, boolean endsBatch)
-      throws SQLException {
-    return apply(record(c, o, chunk, result, endsBatch));
-  }
-
-  /** What a mark wrote, for {@link #apply} once its transaction committed. */
-  private record Recorded(OwnedShard shard, int marked, long entriesAdded, long oldestCreated, int alreadyPresent) {}
-
-  /** The database side of a confirmation: the mark, and the re-queueing of what Redis refused. */
-  private Recorded record(Connection c, OwnedShard o, List<OutboxRow> chunk, PublishResult result, boolean endsBatch)
-      throws SQLException {
-    List<OutboxRow> present = new ArrayList<>(chunk.size());
-    List<OutboxRow> refused = new ArrayList<>();
-    long oldestCreated = Long.MAX_VALUE;
-    int alreadyPresent = 0;
-    for (int i = 0; i < chunk.size(); i++) {
-      OutboxRow row = chunk.get(i);
-      EntryStatus status = result.statuses().get(i);
-      if (status == EntryStatus.ALREADY_PRESENT) {
-        alreadyPresent++;
-      }
-      if (status == EntryStatus.ADDED || status == EntryStatus.ALREADY_PRESENT) {
-        present.add(row);
-        oldestCreated = Math.min(oldestCreated, row.createdAt().toEpochMilli());
-      } else if (status == EntryStatus.NOT_SENT) {
-        // Not written (the list is full). A pending batch is cleared below, so these rows lose their IDs and are
-        // assigned again (in id order, ahead of anything newer); re-published rows keep theirs and wait.
-        continue;
-      } else {
-        refused.add(row);
-      }
-    }
-    int marked = outbox.markPublished(c, o.id, config.owner(), o.epoch, present, result.entriesAdded(), endsBatch);
-    if (marked >= 0 && !refused.isEmpty()) {
-      reassign(c, o, refused);
-    }
-    return new Recorded(o, marked, result.entriesAdded(), oldestCreated, alreadyPresent);
-  }
-
-  /** The relay's side of a committed confirmation: its counters and the listener. */
-  private int apply(Recorded r) {
-    OwnedShard o = r.shard();
-    if (r.marked() < 0) {
-      lost(o, "its lease was taken over while it published (the entries it added are in the stream and count)");
-      return 0;
-    }
-    o.confirmedAdded = Math.max(o.confirmedAdded, r.entriesAdded());
-    o.sinceTrim += r.marked();
-    if (r.marked() > 0) {
-      notify(() -> listener.published(o.id, r.marked(), r.oldestCreated()));
-    }
-    if (r.alreadyPresent() > 0) {
-      notify(() -> listener.alreadyPresent(o.id, r.alreadyPresent()));
-    }
-    return r.marked();
-  }
-
-  private void reassign(Connection c, OwnedShard o, List<OutboxRow> refused) throws SQLException {
-    long[] ids = refused.stream().mapToLong(OutboxRow::id).toArray();
-    StreamId top = streams.lastGeneratedId(o.streamKey, o.relayKey);
-    String detail = "stream " + o.streamKey + " refused " + refused.size() + " entries (first outbox id "
-        + ids[0] + ", stream id " + refused.get(0).streamId() + ") that it does not hold; its top is " + top
-        + ": something else writes this stream. The rows get fresh IDs.";
-    log.error("relay {}: {}", config.owner(), detail);
-    leases.raiseLastAssigned(c, o.id, config.owner(), o.epoch, top);
-    outbox.unassign(c, o.id, config.owner(), o.epoch, ids);
-    notify(() -> listener.anomaly(o.id, refused.size(), detail));
   }
 
   private long streamLost(Connection c, OwnedShard o, long redisCount) throws SQLException {

@@ -1,0 +1,191 @@
+package dev.handoff.outbox.internal;
+
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayConfig;
+import dev.handoff.outbox.RelayListener;
+import dev.handoff.outbox.ShardId;
+import dev.handoff.outbox.internal.RedisTransport.EntryStatus;
+import dev.handoff.outbox.internal.RedisTransport.PublishResult;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.function.BiConsumer;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The database side of a batch Redis accepted: its mark (fenced by the lease epoch), the re-queue of what Redis
+ * refused, and, once the mark committed, the relay's counters and listener calls.
+ *
+ * <p>The batches a busy cycle wrote are <em>held</em> here, unmarked, and marked by the next cycle's transaction
+ * before it assigns: one commit per cycle instead of two. A held batch is still its shard's pending batch in the
+ * lease row, so a crash or a failure before that commit is what it always was: the batch is sent again with its IDs
+ * and found in the stream. At most one batch per shard is ever unconfirmed, because a shard's next batch is assigned
+ * in the transaction that marks the previous one. Whatever else looks at a shard's pending batch or its published
+ * rows (a loss check, a re-send, a release, maintenance) {@link #flush}es first, so it sees what an immediate mark
+ * would have left. Confined to the relay's work lock; not thread-safe.
+ */
+final class BatchMarks {
+
+  private static final Logger log = LoggerFactory.getLogger(Relay.class);
+
+  /** A pending batch Redis accepted, not yet recorded in the database. */
+  record Written(OwnedShard shard, List<OutboxRow> rows, PublishResult result) {}
+
+  /** What a mark wrote, for {@link #apply} once its transaction committed. */
+  record Recorded(OwnedShard shard, int marked, long entriesAdded, long oldestCreated, int alreadyPresent) {}
+
+  private final RelayConfig config;
+  private final RelayListener listener;
+  private final RedisTransport streams;
+  private final LeaseQueries leases;
+  private final OutboxQueries outbox;
+  private final BiConsumer<OwnedShard, String> lostHandler;
+  private final Consumer<Runnable> notifier;
+  private List<Written> held = new ArrayList<>();
+
+  BatchMarks(RelayConfig config, RedisTransport streams, LeaseQueries leases, OutboxQueries outbox,
+      BiConsumer<OwnedShard, String> lostHandler, Consumer<Runnable> notifier) {
+    this.config = config;
+    this.listener = config.listener();
+    this.streams = streams;
+    this.leases = leases;
+    this.outbox = outbox;
+    this.lostHandler = lostHandler;
+    this.notifier = notifier;
+  }
+
+  /** Keeps a cycle's written batches for the next cycle's transaction to mark. */
+  void hold(List<Written> written) {
+    held.addAll(written);
+  }
+
+  /** Whether written batches wait for their mark. */
+  boolean holding() {
+    return !held.isEmpty();
+  }
+
+  /**
+   * Hands the held batches over to a transaction that marks them, in shard order. Should that transaction fail, its
+   * caller sets {@code checkAssigned} on their shards: they are pending batches again, to be sent with their IDs.
+   */
+  List<Written> takeHeld() {
+    List<Written> out = held;
+    held = new ArrayList<>();
+    out.sort(Comparator.comparing(w -> w.shard().id));
+    return out;
+  }
+
+  /**
+   * Forgets the held batches after a failure: nothing is known of the cycle that failed, and each stays its shard's
+   * pending batch, sent again (and found) once {@code checkAssigned} brings it up.
+   */
+  void forget() {
+    held.forEach(w -> w.shard().checkAssigned = true);
+    held = new ArrayList<>();
+  }
+
+  /** Marks what is held now, in one transaction. */
+  int flush(Connection c) throws SQLException {
+    return held.isEmpty() ? 0 : markAll(c, takeHeld());
+  }
+
+  /** Marks every batch Redis accepted, in one transaction; the effects follow its commit. */
+  int markAll(Connection c, List<Written> written) throws SQLException {
+    if (written.isEmpty()) {
+      return 0;
+    }
+    written.sort(Comparator.comparing(w -> w.shard().id));
+    List<Recorded> recorded;
+    try {
+      recorded = Transactions.inOne(c, () -> {
+        List<Recorded> out = new ArrayList<>(written.size());
+        for (Written w : written) {
+          out.add(record(c, w, true));
+        }
+        return out;
+      });
+    } catch (SQLException | RuntimeException | Error e) {
+      written.forEach(w -> w.shard().checkAssigned = true);
+      throw e;
+    }
+    return applyAll(recorded);
+  }
+
+  /** {@link #apply} for each; the number of rows marked. */
+  int applyAll(List<Recorded> recorded) {
+    int marked = 0;
+    for (Recorded r : recorded) {
+      marked += apply(r);
+    }
+    return marked;
+  }
+
+  /** The database side of a confirmation: the mark, and the re-queueing of what Redis refused. */
+  Recorded record(Connection c, Written w, boolean endsBatch) throws SQLException {
+    OwnedShard o = w.shard();
+    List<OutboxRow> chunk = w.rows();
+    List<OutboxRow> present = new ArrayList<>(chunk.size());
+    List<OutboxRow> refused = new ArrayList<>();
+    long oldestCreated = Long.MAX_VALUE;
+    int alreadyPresent = 0;
+    for (int i = 0; i < chunk.size(); i++) {
+      OutboxRow row = chunk.get(i);
+      EntryStatus status = w.result().statuses().get(i);
+      if (status == EntryStatus.ALREADY_PRESENT) {
+        alreadyPresent++;
+      }
+      if (status == EntryStatus.ADDED || status == EntryStatus.ALREADY_PRESENT) {
+        present.add(row);
+        oldestCreated = Math.min(oldestCreated, row.createdAt().toEpochMilli());
+      } else if (status == EntryStatus.NOT_SENT) {
+        // Not written (the list is full). A pending batch is cleared below, so these rows lose their IDs and are
+        // assigned again (in id order, ahead of anything newer); re-published rows keep theirs and wait.
+        continue;
+      } else {
+        refused.add(row);
+      }
+    }
+    int marked = outbox.markPublished(c, o.id, config.owner(), o.epoch, present, w.result().entriesAdded(),
+        endsBatch);
+    if (marked >= 0 && !refused.isEmpty()) {
+      reassign(c, o, refused);
+    }
+    return new Recorded(o, marked, w.result().entriesAdded(), oldestCreated, alreadyPresent);
+  }
+
+  /** The relay's side of a committed confirmation: its counters and the listener. */
+  int apply(Recorded r) {
+    OwnedShard o = r.shard();
+    if (r.marked() < 0) {
+      lostHandler.accept(o, "its lease was taken over while it published (the entries it added are in the stream"
+          + " and count)");
+      return 0;
+    }
+    o.confirmedAdded = Math.max(o.confirmedAdded, r.entriesAdded());
+    o.sinceTrim += r.marked();
+    if (r.marked() > 0) {
+      notifier.accept(() -> listener.published(o.id, r.marked(), r.oldestCreated()));
+    }
+    if (r.alreadyPresent() > 0) {
+      notifier.accept(() -> listener.alreadyPresent(o.id, r.alreadyPresent()));
+    }
+    return r.marked();
+  }
+
+  private void reassign(Connection c, OwnedShard o, List<OutboxRow> refused) throws SQLException {
+    long[] ids = refused.stream().mapToLong(OutboxRow::id).toArray();
+    StreamId top = streams.lastGeneratedId(o.streamKey, o.relayKey);
+    String detail = "stream " + o.streamKey + " refused " + refused.size() + " entries (first outbox id "
+        + ids[0] + ", stream id " + refused.get(0).streamId() + ") that it does not hold; its top is " + top
+        + ": something else writes this stream. The rows get fresh IDs.";
+    log.error("relay {}: {}", config.owner(), detail);
+    leases.raiseLastAssigned(c, o.id, config.owner(), o.epoch, top);
+    outbox.unassign(c, o.id, config.owner(), o.epoch, ids);
+    ShardId shard = o.id;
+    notifier.accept(() -> listener.anomaly(shard, refused.size(), detail));
+  }
+}
