@@ -217,6 +217,7 @@ final class ShardPublisher {
         batches.add(outbox.assign(c, o.id, config.owner(), o.epoch, want.limit(), config.maxBatchBytes()));
       }
     }
+    faults.beforeCycleCommit(recorded.size(), asked.size());
     return new Cycle(recorded, asked, batches);
   }
 

@@ -22,6 +22,12 @@ public interface RelayFaults {
   default void afterStreamWrite(ShardId shard, int rows) {}
 
   /**
+   * Called inside a cycle's transaction, before its commit: after it marked the batches the previous cycle wrote
+   * ({@code marked}) and assigned the next ones ({@code assigned} shards asked). A crash here rolls both back.
+   */
+  default void beforeCycleCommit(int marked, int assigned) {}
+
+  /**
    * Called when a started relay's cycle failed, with the pause it takes before the next cycle: the pause doubles
    * with each failure in a row (from 100 ms, up to five idle poll intervals), so that a failure that repeats (a
    * refused permission, say) costs a few attempts a minute, not a busy loop.
