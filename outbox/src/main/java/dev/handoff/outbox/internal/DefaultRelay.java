@@ -284,7 +284,7 @@ public final class DefaultRelay implements Relay {
   }
 
   private void loopUntilClosed() {
-    long idleMillis = 0;
+    CyclePacing pacing = new CyclePacing(config.idlePollInterval());
     while (state.get() == State.RUNNING) {
       renewer.checkIn();
       try {
@@ -301,16 +301,12 @@ public final class DefaultRelay implements Relay {
         }
         failures.cycleSucceeded();
         if (publisher.mayHaveMore()) {
-          idleMillis = 0;
+          pacing.busy();
           continue;
         }
-        if (publisher.holdsMarks()) {
-          idleMillis = 0; // the marks wait for the next cycle: at most the first, short wait below
-        }
-        // Fast when busy, up to the idle interval when quiet; a notification cuts any wait short.
-        idleMillis = idleMillis == 0 ? 5 : Math.min(config.idlePollInterval().toMillis(), idleMillis * 2);
+        long waitMillis = pacing.nextWaitMillis(publisher.holdsMarks());
         long untilLeases = Math.max(1, (leaseKeeper.nextCheckNanos() - System.nanoTime()) / 1_000_000);
-        waiter.await(Math.min(idleMillis, untilLeases));
+        waiter.await(Math.min(waitMillis, untilLeases));
       } catch (InterruptedException e) {
         if (state.get() != State.RUNNING) {
           Thread.currentThread().interrupt(); // close() gave up waiting: stop now

@@ -1,0 +1,40 @@
+package dev.handoff.outbox.internal;
+
+import java.time.Duration;
+
+/**
+ * How long the relay's loop waits between cycles when the last one left nothing it knows of: 5 ms after a busy
+ * cycle, doubling up to the idle poll interval while quiet. A notification cuts any wait short. Confined to the
+ * relay's thread.
+ */
+final class CyclePacing {
+
+  /**
+   * How long the batches a busy cycle wrote may wait for their mark when no notification brings the next cycle on:
+   * long enough that at a steady trickle of commits every mark folds into the next assignment, short enough that
+   * {@code published_at}, the published metrics and the status are current within a fraction of a second.
+   */
+  static final long HELD_MARK_MILLIS = 100;
+
+  private final long idlePollMillis;
+  private long idleMillis;
+
+  CyclePacing(Duration idlePollInterval) {
+    this.idlePollMillis = idlePollInterval.toMillis();
+  }
+
+  /** The last cycle may have left work behind: the next one starts at once, and the next wait is short again. */
+  void busy() {
+    idleMillis = 0;
+  }
+
+  /** The wait before the next cycle; {@code holdsMarks}: batches wait for the next cycle's transaction to mark them. */
+  long nextWaitMillis(boolean holdsMarks) {
+    idleMillis = idleMillis == 0 ? 5 : Math.min(idlePollMillis, idleMillis * 2);
+    if (holdsMarks) {
+      idleMillis = 0;
+      return Math.min(HELD_MARK_MILLIS, idlePollMillis);
+    }
+    return idleMillis;
+  }
+}
