@@ -72,9 +72,12 @@ public final class Bench {
       return Math.min(5, duration.toMillis() / 5000.0);
     }
 
-    /** A relay as the end-to-end runs have it, with their outbox retention and maintenance interval. */
-    Relay relay(LedgerServers servers, String schema, String prefix, String owner) {
-      return Relay.builder(servers.dataSource(), servers.redis())
+    /**
+     * A relay as the end-to-end runs have it, with their outbox retention and maintenance interval, on
+     * {@code dataSource} (one that counts its transactions) and the servers' Redis.
+     */
+    Relay relay(DataSource dataSource, LedgerServers servers, String schema, String prefix, String owner) {
+      return Relay.builder(dataSource, servers.redis())
           .schema(schema)
           .keyPrefix(prefix)
           .topic(topic())
@@ -115,7 +118,7 @@ public final class Bench {
       double p50, double p95, double p99, double max, double drainSeconds, boolean drained, double dbTps,
       double backlogGrowth, long peakBacklog, long peakHeap, long peakHeapAfterGc, List<Sample> samples,
       double[] secT, double[] secP50, double[] secP99, double[] secMax, double[] secCharged, long[] histogram,
-      Commits commits) {
+      Commits commits, ConsumerTrips trips) {
 
     /** Whether a fixed rate was held: produced within 2%, no lasting backlog growth, drained within 2 s. */
     public boolean sustained() {
@@ -124,12 +127,24 @@ public final class Bench {
   }
 
   /**
-   * Database commits of one run, whole run (drain included). {@code database} is the {@code pg_stat_database}
-   * {@code xact_commit} delta less the sampler's own; {@code relayCounted} says whether {@code relay} was counted in
-   * process (the raw pipeline) or derived as {@code database - producer - consumer} (handoff: its relay's
-   * transactions and any the consumer issues besides its batches).
+   * Database transactions of one run, whole run (drain included), each counted in process as PostgreSQL counts
+   * them: {@code producer} the producer threads' commits; {@code relay} and {@code relayRollbacks} the relay's
+   * (handoff: through a {@code CountingDataSource}, its LISTEN connection included; raw: its loop's commits, empty
+   * polls included, and it never rolls back); {@code consumer} the consumer's (handoff: every transaction through a
+   * {@code CountingDataSource}, batches and upkeep; raw: its batch commits). {@code database} is the
+   * {@code pg_stat_database.xact_commit} delta less the sampler's own transactions, counted too: the cross-check,
+   * approximate because PostgreSQL flushes each backend's counters at most once a second, and holding what no
+   * counter sees (the pool's validation queries). {@code relayCounted} is false only where the relay was not counted
+   * and {@code relay} is derived as {@code database - producer - consumer}.
    */
-  public record Commits(long producer, long relay, long consumer, long database, boolean relayCounted) {}
+  public record Commits(long producer, long relay, long relayRollbacks, long consumer, long database,
+      boolean relayCounted) {
+
+    /** The commits counted in process: producer, relay (when counted) and consumer. */
+    public long counted() {
+      return producer + (relayCounted ? relay : 0) + consumer;
+    }
+  }
 
   /** The raw pipeline's run at one rate, and its exact counts from the raw schema before it was dropped. */
   public record RawRun(Run run, long chargeRows, long chargedPayments) {

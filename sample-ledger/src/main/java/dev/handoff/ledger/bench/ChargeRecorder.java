@@ -19,6 +19,7 @@ final class ChargeRecorder implements ConsumerListener {
   private final AtomicLong charged = new AtomicLong();
   private final AtomicLong unrecorded = new AtomicLong();
   private final AtomicLong batches = new AtomicLong();
+  private final AtomicLong batchEntries = new AtomicLong();
 
   /** @param consumerLimit entries per second the whole group may settle; 0 is no limit */
   ChargeRecorder(Timings timings, double consumerLimit) {
@@ -42,6 +43,7 @@ final class ChargeRecorder implements ConsumerListener {
   @Override
   public void batchCommitted(int size, Duration elapsed) {
     batches.incrementAndGet();
+    batchEntries.addAndGet(size);
     if (consumerLimit > 0) {
       // Pacing: this worker waits until the group's budget allows the entries it just settled.
       long due = limitStart + (long) (limited.addAndGet(size) / consumerLimit * 1e9);
@@ -60,6 +62,11 @@ final class ChargeRecorder implements ConsumerListener {
   /** The consumer's batch transactions that committed (one database commit each). */
   long batchCommits() {
     return batches.get();
+  }
+
+  /** Entries in those batches. */
+  long batchEntries() {
+    return batchEntries.get();
   }
 
   /** Charges of payments whose commit was not recorded yet when they were charged. */

@@ -14,7 +14,9 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * One end-to-end run: producers through the payment service at a rate (or flat out) for the configured duration, a
  * relay and a ledger consumer, sampled once a second; then, if asked, the drain until every payment is charged. The
- * commit of each payment and of its charge are timed in this JVM, for {@link RunAnalysis}.
+ * commit of each payment and of its charge are timed in this JVM, for {@link RunAnalysis}. The relay, the consumer
+ * and the sampler each get a {@link CountingDataSource} of their own, so that each one's transactions are counted
+ * exactly; Redis's command counts are read before and after, for the consumer's calls per batch.
  */
 record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log) {
 
@@ -39,16 +41,19 @@ record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log) {
     AtomicLong paid = new AtomicLong();
     AtomicLong producerCommits = new AtomicLong();
     PaymentService service = new PaymentService(servers.dataSource(), spec.schema(), config.topic());
-    Relay relay = config.relay(servers, spec.schema(), spec.prefix(), "bench-relay");
+    CountingDataSource relayDb = new CountingDataSource(servers.dataSource());
+    CountingDataSource consumerDb = new CountingDataSource(servers.dataSource());
+    CountingDataSource samplerDb = new CountingDataSource(servers.dataSource());
+    RedisCommandStats redisBefore = RedisCommandStats.read(servers.redis());
+    Relay relay = config.relay(relayDb, servers, spec.schema(), spec.prefix(), "bench-relay");
     ChargeRecorder charges = new ChargeRecorder(timings, spec.consumerLimit());
-    LedgerConsumer consumer = config.ledgerConsumer(servers, spec.schema(), spec.prefix(),
+    LedgerConsumer consumer = config.ledgerConsumer(on(consumerDb), spec.schema(), spec.prefix(),
         "bench-" + spec.idPrefix().replace("-", ""), charges);
-    StreamConsumer probe = servers.streamProbe(spec.schema(), spec.prefix(), config.topic(),
+    StreamConsumer probe = on(samplerDb).streamProbe(spec.schema(), spec.prefix(), config.topic(),
         LedgerConsumer.DEFAULT_GROUP).statusScanLimit(1).build();
     relay.start();
     consumer.start();
-    RunSampler sampler = new RunSampler(servers.dataSource(), probe, spec.schema(), origin, paid::get,
-        charges::charged, log);
+    RunSampler sampler = new RunSampler(samplerDb, probe, spec.schema(), origin, paid::get, charges::charged, log);
     sampler.start();
 
     long t0 = System.nanoTime();
@@ -91,11 +96,20 @@ record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log) {
     consumer.close(Duration.ofSeconds(10));
     relay.close(Duration.ofSeconds(5));
     probe.close();
+    ConsumerTrips trips = ConsumerTrips.of(charges.batchCommits(), charges.batchEntries(), consumerDb.commits(),
+        RedisCommandStats.read(servers.redis()).since(redisBefore));
     Bench.Run run = RunAnalysis.analyse(new RunAnalysis.Measured(spec.name(), spec.rate(), spec.consumerLimit(),
         timings, t0 - origin, stopped - origin, total, charges.charged(), charges.unrecorded(), drainSeconds,
-        drained, samples, producerCommits.get(), -1, charges.batchCommits()), config.warmupSeconds());
+        drained, samples, producerCommits.get(), relayDb.commits(), relayDb.rollbacks(), consumerDb.commits(),
+        sampler.ownCommits(), trips), config.warmupSeconds());
     summarize(run);
     return run;
+  }
+
+  /** The same servers, with {@code dataSource} for the database. */
+  private LedgerServers on(CountingDataSource dataSource) {
+    return new LedgerServers(dataSource, servers.redis(), servers.redisServer(), servers.redisConfig(),
+        servers.redisCluster());
   }
 
   private void summarize(Bench.Run run) {
@@ -106,5 +120,6 @@ record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log) {
         run.latencySamples(), run.dbTps(), run.backlogGrowth(), run.peakHeap() >> 20,
         run.rate() > 0 ? (run.sustained() ? "; SUSTAINED" : "; not sustained") : "");
     log.printf("e2e %s: payments %d charges %d%n", run.name(), run.paid(), run.charged());
+    RunLog.commitsAndTrips(log, run);
   }
 }

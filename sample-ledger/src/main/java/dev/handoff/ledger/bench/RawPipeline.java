@@ -36,14 +36,17 @@ record RawPipeline(LedgerServers servers, Bench.Config config, TimedLog log) {
     RawRelayLoop relay = new RawRelayLoop(servers.dataSource(), servers.redis(), schema, prefix, config.shards());
     RawConsumerLoop consumers = new RawConsumerLoop(servers.dataSource(), servers.redis(), schema, prefix,
         config.shards(), config.workers(), config.batch(), timings);
+    RedisCommandStats redisBefore = RedisCommandStats.read(servers.redis());
     consumers.createGroups();
-    // Measurement only, as in the handoff run: a never-started consumer of the raw group, for its pending count.
-    StreamConsumer probe = servers.streamProbe(schema, prefix, config.topic(), RawConsumerLoop.GROUP)
-        .statusScanLimit(1).build();
+    // Measurement only, as in the handoff run: a never-started consumer of the raw group, for its pending count, on
+    // a data source that counts the sampler's transactions.
+    CountingDataSource samplerDb = new CountingDataSource(servers.dataSource());
+    StreamConsumer probe = new LedgerServers(samplerDb, servers.redis(), servers.redisServer(),
+        servers.redisConfig(), servers.redisCluster()).streamProbe(schema, prefix, config.topic(),
+            RawConsumerLoop.GROUP).statusScanLimit(1).build();
     relay.start();
     consumers.start();
-    RunSampler sampler = new RunSampler(servers.dataSource(), probe, schema, origin, paid::get, consumers::charged,
-        log);
+    RunSampler sampler = new RunSampler(samplerDb, probe, schema, origin, paid::get, consumers::charged, log);
     sampler.start();
 
     long t0 = System.nanoTime();
@@ -81,16 +84,18 @@ record RawPipeline(LedgerServers servers, Bench.Config config, TimedLog log) {
     }
     log.event("  producers stopped after %,d payments; %s in %.2fs", total, drained ? "every one charged"
         : "NOT drained (" + consumers.charged() + " charged)", drainSeconds);
+    // The raw consumer commits once per batch that held entries, and only then: its commits are its batches.
+    ConsumerTrips trips = ConsumerTrips.of(consumers.commits(), consumers.charged(), consumers.commits(),
+        RedisCommandStats.read(servers.redis()).since(redisBefore));
     Bench.Run run = RunAnalysis.analyse(new RunAnalysis.Measured(name, rate, 0, timings, t0 - origin,
         stopped - origin, total, consumers.charged(), 0, drainSeconds, drained, samples, producerCommits.get(),
-        relay.commits(), consumers.commits()), config.warmupSeconds());
+        relay.commits(), 0, consumers.commits(), sampler.ownCommits(), trips), config.warmupSeconds());
     long[] counts = charges(schema);
     Bench.RawRun raw = new Bench.RawRun(run, counts[0], counts[1]);
     log.event("  => %s: produced %,.0f/s, charged %,.0f/s, end to end %,.0f/s; commit-to-charge p50 %.1f ms"
-        + " p99 %.1f ms; commits per payment: producer %.3f, relay %.3f, consumer %.3f", name, run.producedRate(),
-        run.windowThroughput(), run.drained() ? run.endToEnd() : 0, run.p50(), run.p99(),
-        perPayment(run.commits().producer(), total), perPayment(run.commits().relay(), total),
-        perPayment(run.commits().consumer(), total));
+        + " p99 %.1f ms", name, run.producedRate(), run.windowThroughput(), run.drained() ? run.endToEnd() : 0,
+        run.p50(), run.p99());
+    RunLog.commitsAndTrips(log, run);
     log.printf("e2e %s: payments %d charge rows %d charged payments %d%n", name, total, raw.chargeRows(),
         raw.chargedPayments());
     return raw;

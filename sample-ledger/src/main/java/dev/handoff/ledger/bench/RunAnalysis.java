@@ -14,12 +14,15 @@ final class RunAnalysis {
   private RunAnalysis() {}
 
   /**
-   * What an end-to-end run recorded. Times in nanoseconds after the origin of {@code timings}. Commits counted in
-   * process: {@code relayCommits} is -1 where the relay's are not counted (handoff's), to be derived.
+   * What an end-to-end run recorded. Times in nanoseconds after the origin of {@code timings}. Transactions counted
+   * in process (see {@link Bench.Commits}): {@code relayCommits} -1 where the relay's are not counted, to be
+   * derived; {@code samplerCommits} the sampler's own between its first and its last sample, which the database's
+   * delta is taken over.
    */
   record Measured(String name, double rate, double consumerLimit, Timings timings, long startNs, long stopNs,
       long paid, long charged, long unrecorded, double drainSeconds, boolean drained, List<Bench.Sample> samples,
-      long producerCommits, long relayCommits, long consumerCommits) {}
+      long producerCommits, long relayCommits, long relayRollbacks, long consumerCommits, long samplerCommits,
+      ConsumerTrips trips) {}
 
   /** Latencies in nanoseconds, sorted; those per second of charge time; counts. */
   private record Charges(long[] sorted, List<List<Long>> perSecond, long inWindow, long[] histogram) {}
@@ -45,24 +48,25 @@ final class RunAnalysis {
         c.inWindow() / window, endToEnd, n, m.unrecorded(), pct(sorted, 0.50), pct(sorted, 0.95), pct(sorted, 0.99),
         n == 0 ? Double.NaN : sorted[n - 1] / 1e6, m.drainSeconds(), m.drained(), tl.dbTps(), tl.backlogGrowth(),
         tl.peakBacklog(), tl.peakHeap(), tl.peakAfterGc(), List.copyOf(m.samples()), s.t(), s.p50(), s.p99(),
-        s.max(), s.count(), c.histogram(), commits(m));
+        s.max(), s.count(), c.histogram(), commits(m), m.trips());
   }
 
   /**
-   * The run's commits: those counted, and the {@code xact_commit} delta from the first sample to the last less one
-   * transaction per later sample (the sampler's own query). PostgreSQL flushes each backend's counters at most once a
-   * second, so the delta can miss up to about a second of commits at the end: approximate.
+   * The run's commits: those counted, and the {@code xact_commit} delta from the first sample to the last less the
+   * sampler's own transactions in between. PostgreSQL flushes each backend's counters at most once a second, so the
+   * delta can miss up to about a second of commits at the end: approximate, a cross-check.
    */
   private static Bench.Commits commits(Measured m) {
     List<Bench.Sample> samples = m.samples();
     Bench.Sample first = samples.get(0);
     Bench.Sample last = samples.get(samples.size() - 1);
     long database = first.xactCommit() < 0 || last.xactCommit() < 0 ? -1
-        : last.xactCommit() - first.xactCommit() - (samples.size() - 1);
+        : last.xactCommit() - first.xactCommit() - m.samplerCommits();
     boolean counted = m.relayCommits() >= 0;
     long relay = counted ? m.relayCommits() : database < 0 ? -1
         : database - m.producerCommits() - m.consumerCommits();
-    return new Bench.Commits(m.producerCommits(), relay, m.consumerCommits(), database, counted);
+    return new Bench.Commits(m.producerCommits(), relay, m.relayRollbacks(), m.consumerCommits(), database,
+        counted);
   }
 
   /** Latencies of payments committed after the warm-up, and charges per second of charge time. */

@@ -10,12 +10,15 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongSupplier;
-import javax.sql.DataSource;
 
-/** The end-to-end run's timeline: a {@link Bench.Sample} once a second on a thread of its own, each one printed. */
+/**
+ * The end-to-end run's timeline: a {@link Bench.Sample} once a second on a thread of its own, each one printed. Its
+ * own database transactions (its query and the probe's status) are counted, so that the run's
+ * {@code xact_commit} delta can be taken without them.
+ */
 final class RunSampler {
 
-  private final DataSource dataSource;
+  private final CountingDataSource dataSource;
   private final StreamConsumer probe;
   private final String schema;
   private final long origin;
@@ -25,9 +28,15 @@ final class RunSampler {
   private final List<Bench.Sample> samples = new CopyOnWriteArrayList<>();
   private final AtomicBoolean sampling = new AtomicBoolean(true);
   private final Thread thread = new Thread(this::sampleEverySecond, "bench-sampler");
+  private volatile long ownBeforeFirst = -1;
+  private volatile long ownBeforeLast;
 
-  /** @param probe a never-started consumer of the ledger's group, for its pending count */
-  RunSampler(DataSource dataSource, StreamConsumer probe, String schema, long origin, LongSupplier paid,
+  /**
+   * @param dataSource the sampler's own connections, which {@code probe} must use too, so that its transactions are
+   *     counted
+   * @param probe a never-started consumer of the ledger's group, for its pending count
+   */
+  RunSampler(CountingDataSource dataSource, StreamConsumer probe, String schema, long origin, LongSupplier paid,
       LongSupplier charged, TimedLog log) {
     this.dataSource = dataSource;
     this.probe = probe;
@@ -81,7 +90,20 @@ final class RunSampler {
     }
   }
 
+  /**
+   * The sampler's own transactions that the {@code xact_commit} delta from the first sample to the last can hold:
+   * from the first sample's query (which reads the counter before it commits) to the last one's, exclusive.
+   */
+  long ownCommits() {
+    return ownBeforeLast - Math.max(0, ownBeforeFirst);
+  }
+
   private Bench.Sample sample() {
+    long own = dataSource.commits();
+    if (ownBeforeFirst < 0) {
+      ownBeforeFirst = own;
+    }
+    ownBeforeLast = own;
     long paidNow = paid.getAsLong();
     long chargedNow = charged.getAsLong();
     long unpublished = -1;
