@@ -128,6 +128,14 @@ public final class BenchReport {
       }
 
       md.append(RawPipelineReport.section(r));
+      files.add(svg(dir, RateChart.FILE, RateChart.svg(r)));
+      md.append("### Throughput and p99 against the asked rate\n\n![throughput and p99 against the asked rate](")
+          .append(RateChart.FILE).append(")\n\nA flat-out run is plotted at the rate its producers reached, each"
+              + " pipeline at its own, and labelled. Every figure of these runs, one line per run, is in [")
+          .append(SummaryTsv.FILE).append("](").append(SummaryTsv.FILE).append(").\n\n");
+      Path tsv = dir.resolve(SummaryTsv.FILE);
+      Files.writeString(tsv, SummaryTsv.of(r), StandardCharsets.UTF_8);
+      files.add(tsv);
 
       // Charts
       List<Svg.Series> tput = new ArrayList<>();

@@ -6,8 +6,16 @@ import java.util.Locale;
 /** Small self-contained SVG charts (line and bar charts) for the benchmark report; no chart library. */
 final class Svg {
 
-  /** One line of a line chart. */
-  record Series(String name, double[] x, double[] y) {}
+  /**
+   * One line of a line chart; with {@code labels} (one per point, null or empty for none) each point is also marked
+   * and labelled.
+   */
+  record Series(String name, double[] x, double[] y, String[] labels) {
+
+    Series(String name, double[] x, double[] y) {
+      this(name, x, y, null);
+    }
+  }
 
   private static final String[] COLORS = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
   private static final int W = 800;
@@ -78,10 +86,51 @@ final class Svg {
       }
       b.append("<polyline fill=\"none\" stroke=\"").append(color).append("\" stroke-width=\"2\" points=\"")
           .append(pts).append("\"/>\n");
+      if (s.labels != null) {
+        marks(b, s, color, xMax, logY, yLo, yHi);
+      }
       int ly = TOP + 14 + 16 * c;
       b.append(line(W - RIGHT - 190, ly - 4, W - RIGHT - 170, ly - 4, color));
       b.append(text(W - RIGHT - 165, ly, esc(s.name), "start", 12));
       c++;
+    }
+    return b.append("</svg>\n").toString();
+  }
+
+  /** A marker on each point of {@code s}, and its label above it. */
+  private static void marks(StringBuilder b, Series s, String color, double xMax, boolean logY, double yLo,
+      double yHi) {
+    for (int i = 0; i < s.x.length; i++) {
+      double y = s.y[i];
+      if (logY) {
+        if (y <= 0) {
+          continue;
+        }
+        y = Math.log10(y) - yLo;
+      }
+      double px = px(s.x[i], xMax);
+      double py = py(y, yHi - yLo);
+      b.append(String.format(Locale.ROOT, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>%n", px, py,
+          color));
+      if (i < s.labels.length && s.labels[i] != null && !s.labels[i].isEmpty()) {
+        b.append(text(px, py - 8, esc(s.labels[i]), "middle", 10));
+      }
+    }
+  }
+
+  /** Charts of this class's size stacked one above the other in one image, with a title over them all. */
+  static String stacked(String title, List<String> charts) {
+    int top = 30;
+    int height = top + H * charts.size();
+    StringBuilder b = new StringBuilder();
+    b.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"").append(W).append("\" height=\"").append(height)
+        .append("\" viewBox=\"0 0 ").append(W).append(' ').append(height)
+        .append("\" font-family=\"sans-serif\">\n");
+    b.append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+    b.append(text(W / 2.0, 22, esc(title), "middle", 17));
+    for (int i = 0; i < charts.size(); i++) {
+      // A nested <svg> places each chart, with its own coordinates, at its offset.
+      b.append(charts.get(i).replaceFirst("<svg ", "<svg y=\"" + (top + H * i) + "\" "));
     }
     return b.append("</svg>\n").toString();
   }
