@@ -1,6 +1,7 @@
 package dev.handoff.ledger;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.offset;
 
 import dev.handoff.ledger.cli.LedgerCli;
 import dev.handoff.testing.HandoffTest;
@@ -12,6 +13,8 @@ import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
+import java.util.List;
+import java.util.function.BiFunction;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -41,7 +44,7 @@ class BenchTest {
     String printed = out.toString();
     assertThat(exit).as("exit code; output:%n%s%nstderr:%n%s", printed, err).isZero();
     for (String f : new String[] {"report.md", "throughput.svg", "latency-1.svg", "histogram-1.svg",
-        "overload-memory.svg", "overload-backlog.svg"}) {
+        "overload-memory.svg", "overload-backlog.svg", "rates.svg", "summary.tsv"}) {
       assertThat(report.resolve(f)).as(f).isNotEmptyFile();
     }
     assertThat(Files.readString(report.resolve("throughput.svg"))).startsWith("<svg").contains("<polyline");
@@ -82,6 +85,46 @@ class BenchTest {
     assertThat(printed).containsPattern("(?m)^end-to-end vs raw pipeline \\(500/s\\): \\d+% of raw's \\S+/s$");
     assertThat(md).contains("## End to end against a raw pipeline", "### Database commits per payment",
         "each charged once");
+    // The relay's transactions are counted, not derived, and the consumer's round trips per batch reported.
+    assertThat(md).contains("### Consumer round trips per batch", "CountingDataSource", "![throughput and p99 against"
+        + " the asked rate](rates.svg)").doesNotContain("**derived**", "(derived)");
+    assertThat(Files.readString(report.resolve("rates.svg"))).startsWith("<svg").contains("<polyline", "<circle",
+        "handoff", "raw pipeline");
+    assertThat(printed).containsPattern("(?m)consumer per batch \\(run 1 \\(500/s\\)\\): [\\d,]+ batches of [\\d.]+"
+        + " entries; XREADGROUP [\\d.]+, XACK [\\d.]+")
+        .containsPattern("(?m)consumer per batch \\(raw run 1 \\(500/s\\)\\): ");
+    List<String> tsv = Files.readAllLines(report.resolve("summary.tsv"));
+    assertThat(tsv).as("summary.tsv: a header and one line per run (handoff and raw at 500/s)").hasSize(3);
+    List<String> columns = List.of(tsv.get(0).split("\t"));
+    BiFunction<Integer, String, String> cell = (line, column) ->
+        tsv.get(line).split("\t")[columns.indexOf(column)];
+    BiFunction<Integer, String, Double> number = (line, column) ->
+        Double.parseDouble(cell.apply(line, column));
+    assertThat(cell.apply(1, "pipeline")).isEqualTo("handoff");
+    assertThat(cell.apply(2, "pipeline")).isEqualTo("raw");
+    for (int line = 1; line <= 2; line++) {
+      assertThat(number.apply(line, "rate_asked")).isEqualTo(500);
+      assertThat(cell.apply(line, "relay_counted")).isEqualTo("true");
+      assertThat(number.apply(line, "relay_commits_per_payment")).as("relay commits counted").isPositive();
+      assertThat(number.apply(line, "producer_commits_per_payment")).isEqualTo(1.0); // one payment per transaction
+      assertThat(number.apply(line, "consumer_batches")).isPositive();
+      assertThat(number.apply(line, "consumer_batch_size")).isBetween(1.0, 100.0);
+      assertThat(number.apply(line, "xreadgroup_per_batch")).as("XREADGROUP per batch").isGreaterThanOrEqualTo(1);
+      assertThat(number.apply(line, "xack_per_batch")).as("XACK per batch").isGreaterThanOrEqualTo(1);
+      assertThat(number.apply(line, "db_commits_per_batch")).as("database commits per batch")
+          .isGreaterThanOrEqualTo(1);
+      assertThat(number.apply(line, "p99_ms")).isPositive();
+      assertThat(number.apply(line, "window_charged_per_s")).isPositive();
+    }
+    // The raw consumer reads new entries only, commits once per batch, and never claims.
+    assertThat(number.apply(2, "db_commits_per_batch")).isEqualTo(1.0);
+    assertThat(number.apply(2, "xautoclaim_per_batch")).isZero();
+    // The handoff relay's one rollback per connection of its LISTEN (the session check) and nothing else.
+    assertThat(number.apply(1, "relay_rollbacks")).isBetween(0.0, 3.0);
+    // Every payment of the two runs is in the counted consumer batches.
+    assertThat(number.apply(1, "consumer_batches") * number.apply(1, "consumer_batch_size"))
+        .isCloseTo((double) payments, offset(0.5));
+
     // The raw run wrote nothing into the main schema.
     assertThat(env.queryLong("SELECT count(*) FROM charge WHERE ledger = 'raw'")).isZero();
     // The auxiliary schemas are gone.
