@@ -93,7 +93,10 @@ final class BatchMarks {
     return held.isEmpty() ? 0 : markAll(c, takeHeld());
   }
 
-  /** Marks every batch Redis accepted, in one transaction; the effects follow its commit. */
+  /**
+   * Marks every batch Redis accepted, in one transaction, sent as one round trip unless Redis refused rows of one of
+   * them; the effects follow its commit.
+   */
   int markAll(Connection c, List<Written> written) throws SQLException {
     if (written.isEmpty()) {
       return 0;
@@ -101,13 +104,28 @@ final class BatchMarks {
     written.sort(Comparator.comparing(w -> w.shard().id));
     List<Recorded> recorded;
     try {
-      recorded = Transactions.inOne(c, () -> {
-        List<Recorded> out = new ArrayList<>(written.size());
-        for (Written w : written) {
-          out.add(record(c, w, true));
+      RoundTrip trip = new RoundTrip();
+      List<RoundTrip.Result<Recorded>> results = new ArrayList<>(written.size());
+      for (Written w : written) {
+        RoundTrip.Part<Recorded> part = markPart(w);
+        if (part == null) {
+          trip = null;
+          break;
         }
-        return out;
-      });
+        results.add(trip.add(part));
+      }
+      if (trip != null) {
+        trip.run(c);
+        recorded = results.stream().map(RoundTrip.Result::get).toList();
+      } else {
+        recorded = Transactions.inOne(c, () -> {
+          List<Recorded> out = new ArrayList<>(written.size());
+          for (Written w : written) {
+            out.add(record(c, w, true));
+          }
+          return out;
+        });
+      }
     } catch (SQLException | RuntimeException | Error e) {
       written.forEach(w -> w.shard().checkAssigned = true);
       throw e;
@@ -124,9 +142,10 @@ final class BatchMarks {
     return marked;
   }
 
-  /** The database side of a confirmation: the mark, and the re-queueing of what Redis refused. */
-  Recorded record(Connection c, Written w, boolean endsBatch) throws SQLException {
-    OwnedShard o = w.shard();
+  /** What Redis did with a written batch's rows. */
+  private record Sorted(List<OutboxRow> present, List<OutboxRow> refused, long oldestCreated, int alreadyPresent) {}
+
+  private static Sorted sort(Written w) {
     List<OutboxRow> chunk = w.rows();
     List<OutboxRow> present = new ArrayList<>(chunk.size());
     List<OutboxRow> refused = new ArrayList<>();
@@ -149,12 +168,35 @@ final class BatchMarks {
         refused.add(row);
       }
     }
-    int marked = outbox.markPublished(c, o.id, config.owner(), o.epoch, present, w.result().entriesAdded(),
+    return new Sorted(present, refused, oldestCreated, alreadyPresent);
+  }
+
+  /** The database side of a confirmation: the mark, and the re-queueing of what Redis refused. */
+  Recorded record(Connection c, Written w, boolean endsBatch) throws SQLException {
+    OwnedShard o = w.shard();
+    Sorted s = sort(w);
+    int marked = outbox.markPublished(c, o.id, config.owner(), o.epoch, s.present(), w.result().entriesAdded(),
         endsBatch);
-    if (marked >= 0 && !refused.isEmpty()) {
-      reassign(c, o, refused);
+    if (marked >= 0 && !s.refused().isEmpty()) {
+      reassign(c, o, s.refused());
     }
-    return new Recorded(o, marked, w.result().entriesAdded(), oldestCreated, alreadyPresent);
+    return new Recorded(o, marked, w.result().entriesAdded(), s.oldestCreated(), s.alreadyPresent());
+  }
+
+  /**
+   * The mark of a written batch (ending it) as one statement of a {@link RoundTrip}, or null when Redis refused
+   * some of its rows: their re-queueing depends on the mark's outcome and needs {@link #record}.
+   */
+  RoundTrip.Part<Recorded> markPart(Written w) {
+    OwnedShard o = w.shard();
+    Sorted s = sort(w);
+    if (!s.refused().isEmpty()) {
+      return null;
+    }
+    RoundTrip.Part<Integer> mark = outbox.markPart(o.id, config.owner(), o.epoch, s.present(),
+        w.result().entriesAdded(), true);
+    return new RoundTrip.Part<>(mark.sql(), mark.binder(), rs -> new Recorded(o, mark.reader().read(rs),
+        w.result().entriesAdded(), s.oldestCreated(), s.alreadyPresent()));
   }
 
   /** The relay's side of a committed confirmation: its counters and the listener. */

@@ -158,8 +158,13 @@ final class OutboxQueries {
    */
   Batch assign(Connection c, ShardId shard, String owner, long epoch, int limit, int maxBytes)
       throws SQLException {
-    try (PreparedStatement ps = prepare(c, assign)) {
-      int i = 1;
+    return RoundTrip.one(c, assignPart(shard, owner, epoch, limit, maxBytes));
+  }
+
+  /** {@link #assign} as a statement of a {@link RoundTrip}. */
+  RoundTrip.Part<Batch> assignPart(ShardId shard, String owner, long epoch, int limit, int maxBytes) {
+    return new RoundTrip.Part<>(assign, (c, ps, first) -> {
+      int i = first;
       ps.setString(i++, shard.topic());
       ps.setInt(i++, shard.shard());
       ps.setString(i++, owner);
@@ -169,9 +174,9 @@ final class OutboxQueries {
       ps.setInt(i++, limit);
       ps.setLong(i++, maxBytes);
       ps.setString(i++, shard.topic());
-      ps.setInt(i, shard.shard());
-      return read(ps, shard.topic());
-    }
+      ps.setInt(i++, shard.shard());
+      return i;
+    }, rs -> read(rs, shard.topic()));
   }
 
   /** The shard's pending batch, without rows that are published already. */
@@ -179,7 +184,9 @@ final class OutboxQueries {
     try (PreparedStatement ps = prepare(c, pendingBatch)) {
       ps.setString(1, shard.topic());
       ps.setInt(2, shard.shard());
-      return read(ps, shard.topic());
+      try (ResultSet rs = ps.executeQuery()) {
+        return read(rs, shard.topic());
+      }
     }
   }
 
@@ -189,7 +196,9 @@ final class OutboxQueries {
       ps.setString(1, shard.topic());
       ps.setInt(2, shard.shard());
       ps.setInt(3, limit);
-      return read(ps, shard.topic()).rows();
+      try (ResultSet rs = ps.executeQuery()) {
+        return read(rs, shard.topic()).rows();
+      }
     }
   }
 
@@ -199,6 +208,12 @@ final class OutboxQueries {
    */
   int markPublished(Connection c, ShardId shard, String owner, long epoch, List<OutboxRow> rows,
       long entriesAdded, boolean endsBatch) throws SQLException {
+    return RoundTrip.one(c, markPart(shard, owner, epoch, rows, entriesAdded, endsBatch));
+  }
+
+  /** {@link #markPublished} as a statement of a {@link RoundTrip}. */
+  RoundTrip.Part<Integer> markPart(ShardId shard, String owner, long epoch, List<OutboxRow> rows,
+      long entriesAdded, boolean endsBatch) {
     Long[] ids = new Long[rows.size()];
     Long[] ms = new Long[rows.size()];
     Long[] seq = new Long[rows.size()];
@@ -208,25 +223,26 @@ final class OutboxQueries {
       ms[i] = row.streamId().ms();
       seq[i] = row.streamId().seq();
     }
-    try (PreparedStatement ps = prepare(c, markPublished)) {
-      ps.setLong(1, entriesAdded);
-      ps.setBoolean(2, endsBatch);
-      ps.setBoolean(3, endsBatch);
-      ps.setBoolean(4, endsBatch);
-      ps.setString(5, shard.topic());
-      ps.setInt(6, shard.shard());
-      ps.setString(7, owner);
-      ps.setLong(8, epoch);
-      ps.setArray(9, c.createArrayOf("bigint", ids));
-      ps.setArray(10, c.createArrayOf("bigint", ms));
-      ps.setArray(11, c.createArrayOf("bigint", seq));
-      ps.setString(12, shard.topic());
-      ps.setInt(13, shard.shard());
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getLong(1) == 0 ? -1 : rs.getInt(2);
-      }
-    }
+    return new RoundTrip.Part<>(markPublished, (c, ps, first) -> {
+      int i = first;
+      ps.setLong(i++, entriesAdded);
+      ps.setBoolean(i++, endsBatch);
+      ps.setBoolean(i++, endsBatch);
+      ps.setBoolean(i++, endsBatch);
+      ps.setString(i++, shard.topic());
+      ps.setInt(i++, shard.shard());
+      ps.setString(i++, owner);
+      ps.setLong(i++, epoch);
+      ps.setArray(i++, c.createArrayOf("bigint", ids));
+      ps.setArray(i++, c.createArrayOf("bigint", ms));
+      ps.setArray(i++, c.createArrayOf("bigint", seq));
+      ps.setString(i++, shard.topic());
+      ps.setInt(i++, shard.shard());
+      return i;
+    }, rs -> {
+      rs.next();
+      return rs.getLong(1) == 0 ? -1 : rs.getInt(2);
+    });
   }
 
   /** Forgets the stream IDs of rows that Redis refused without holding them, so they get fresh ones. */
@@ -316,24 +332,22 @@ final class OutboxQueries {
   }
 
   /** Reads (flag, id, message_id, key, type, payload, headers, created_at, stream ms, stream seq) rows. */
-  private static Batch read(PreparedStatement ps, String topic) throws SQLException {
+  private static Batch read(ResultSet rs, String topic) throws SQLException {
     List<OutboxRow> rows = new ArrayList<>();
     boolean exists = false;
-    try (ResultSet rs = ps.executeQuery()) {
-      while (rs.next()) {
-        exists = rs.getObject(1) instanceof Boolean b ? b : rs.getLong(1) > 0;
-        if (rs.getObject(2) != null) {
-          rows.add(new OutboxRow(
-              rs.getLong(2),
-              rs.getObject(3, UUID.class),
-              topic,
-              rs.getString(4),
-              rs.getString(5),
-              rs.getBytes(6),
-              rs.getString(7),
-              rs.getObject(8, OffsetDateTime.class).toInstant(),
-              new StreamId(rs.getLong(9), rs.getLong(10))));
-        }
+    while (rs.next()) {
+      exists = rs.getObject(1) instanceof Boolean b ? b : rs.getLong(1) > 0;
+      if (rs.getObject(2) != null) {
+        rows.add(new OutboxRow(
+            rs.getLong(2),
+            rs.getObject(3, UUID.class),
+            topic,
+            rs.getString(4),
+            rs.getString(5),
+            rs.getBytes(6),
+            rs.getString(7),
+            rs.getObject(8, OffsetDateTime.class).toInstant(),
+            new StreamId(rs.getLong(9), rs.getLong(10))));
       }
     }
     return new Batch(exists, rows);

@@ -110,7 +110,7 @@ final class ShardPublisher {
       List<BatchMarks.Written> toMark = marks.takeHeld();
       Cycle cycle;
       try {
-        cycle = Transactions.inOne(c, () -> markAndAssign(c, toMark, failures));
+        cycle = markAndAssign(c, toMark, wanted(c, failures));
       } catch (SQLException | RuntimeException | Error e) {
         toMark.forEach(w -> w.shard().checkAssigned = true);
         throw e;
@@ -174,16 +174,12 @@ final class ShardPublisher {
   private record Cycle(List<BatchMarks.Recorded> recorded, List<Wanted> wanted, List<OutboxQueries.Batch> batches) {}
 
   /**
-   * The cycle's transaction: which shards have rows, and then, shard by shard in shard order, the mark of the
-   * shard's held batch and the assignment of its next one, always from its lowest unassigned row (a row that
-   * commits late with a lower id must go before anything its key commits later). Marking first is what lets the
-   * assignment run: a shard has at most one pending batch. Every lease row is locked in shard order, as every
-   * statement that locks several of them does, so that two such transactions never deadlock.
+   * The shards that have rows (one read-only statement for all of them), each with how many it may take now; none
+   * of a shard whose pending batch is still to be sent.
    */
-  private Cycle markAndAssign(Connection c, List<BatchMarks.Written> toMark, ShardFailures failures)
-      throws SQLException {
+  private List<Wanted> wanted(Connection c, ShardFailures failures) throws SQLException {
     Set<ShardId> withWork = pendingWork.shardsWithWork(c, owned.keySet());
-    TreeMap<ShardId, Wanted> wanted = new TreeMap<>();
+    List<Wanted> wanted = new ArrayList<>();
     for (OwnedShard o : new ArrayList<>(owned.values())) {
       if (o.checkAssigned) {
         continue;
@@ -195,30 +191,71 @@ final class ShardPublisher {
       // A bounded target (a list at capacity) takes no more than it has room for; the outbox holds the rest.
       Long room = failures.attempt(o, () -> streams.room(o.streamKey, o.relayKey));
       if (room != null && room > 0) {
-        wanted.put(o.id, new Wanted(o, (int) Math.min(o.batchSize, room)));
+        wanted.add(new Wanted(o, (int) Math.min(o.batchSize, room)));
       }
     }
+    return wanted;
+  }
+
+  /**
+   * The cycle's transaction: shard by shard in shard order, the mark of the shard's held batch and the assignment of
+   * its next one, always from its lowest unassigned row (a row that commits late with a lower id must go before
+   * anything its key commits later). Marking first is what lets the assignment run: a shard has at most one pending
+   * batch. Every lease row is locked in shard order, as every statement that locks several of them does, so that
+   * two such transactions never deadlock. All of it is one {@link RoundTrip}, which commits as it returns; a held
+   * batch of which Redis refused rows (something else writes the stream) needs its mark's outcome before it can
+   * re-queue them, and that cycle runs its statements in turn.
+   */
+  private Cycle markAndAssign(Connection c, List<BatchMarks.Written> toMark, List<Wanted> wanted)
+      throws SQLException {
     TreeMap<ShardId, BatchMarks.Written> marking = new TreeMap<>();
     toMark.forEach(w -> marking.put(w.shard().id, w));
-    TreeSet<ShardId> order = new TreeSet<>(wanted.keySet());
-    order.addAll(marking.keySet());
+    TreeMap<ShardId, Wanted> asked = new TreeMap<>();
+    wanted.forEach(w -> asked.put(w.shard().id, w));
+    TreeSet<ShardId> order = new TreeSet<>(marking.keySet());
+    order.addAll(asked.keySet());
+    RoundTrip trip = new RoundTrip();
+    List<RoundTrip.Result<BatchMarks.Recorded>> recorded = new ArrayList<>(marking.size());
+    List<RoundTrip.Result<OutboxQueries.Batch>> batches = new ArrayList<>(asked.size());
+    for (ShardId shard : order) {
+      BatchMarks.Written w = marking.get(shard);
+      if (w != null) {
+        RoundTrip.Part<BatchMarks.Recorded> mark = marks.markPart(w);
+        if (mark == null) {
+          return Transactions.inOne(c, () -> markAndAssignInTurn(c, order, marking, asked));
+        }
+        recorded.add(trip.add(mark));
+      }
+      Wanted want = asked.get(shard);
+      if (want != null) {
+        OwnedShard o = want.shard();
+        batches.add(trip.add(outbox.assignPart(o.id, config.owner(), o.epoch, want.limit(), config.maxBatchBytes())));
+      }
+    }
+    faults.beforeCycleCommit(recorded.size(), batches.size());
+    trip.run(c);
+    return new Cycle(recorded.stream().map(RoundTrip.Result::get).toList(), List.copyOf(asked.values()),
+        batches.stream().map(RoundTrip.Result::get).toList());
+  }
+
+  /** {@link #markAndAssign} one statement at a time, in the caller's transaction. */
+  private Cycle markAndAssignInTurn(Connection c, Set<ShardId> order, Map<ShardId, BatchMarks.Written> marking,
+      Map<ShardId, Wanted> asked) throws SQLException {
     List<BatchMarks.Recorded> recorded = new ArrayList<>(marking.size());
-    List<Wanted> asked = new ArrayList<>(wanted.size());
-    List<OutboxQueries.Batch> batches = new ArrayList<>(wanted.size());
+    List<OutboxQueries.Batch> batches = new ArrayList<>(asked.size());
     for (ShardId shard : order) {
       BatchMarks.Written w = marking.get(shard);
       if (w != null) {
         recorded.add(marks.record(c, w, true));
       }
-      Wanted want = wanted.get(shard);
+      Wanted want = asked.get(shard);
       if (want != null) {
         OwnedShard o = want.shard();
-        asked.add(want);
         batches.add(outbox.assign(c, o.id, config.owner(), o.epoch, want.limit(), config.maxBatchBytes()));
       }
     }
-    faults.beforeCycleCommit(recorded.size(), asked.size());
-    return new Cycle(recorded, asked, batches);
+    faults.beforeCycleCommit(recorded.size(), batches.size());
+    return new Cycle(recorded, List.copyOf(asked.values()), batches);
   }
 
   /** The batches a cycle's transaction assigned, once it committed; a shard whose lease went is given up. */

@@ -22,8 +22,10 @@ public interface RelayFaults {
   default void afterStreamWrite(ShardId shard, int rows) {}
 
   /**
-   * Called inside a cycle's transaction, before its commit: after it marked the batches the previous cycle wrote
-   * ({@code marked}) and assigned the next ones ({@code assigned} shards asked). A crash here rolls both back.
+   * Called before a cycle's transaction commits, once it holds the marks of the batches the previous cycle wrote
+   * ({@code marked}) and the assignments of the next ones ({@code assigned} shards asked). The transaction is
+   * usually sent as one round trip that commits as it returns, and then nothing of it has reached the database
+   * yet; either way a crash here leaves neither the marks nor the assignments.
    */
   default void beforeCycleCommit(int marked, int assigned) {}
 

@@ -69,7 +69,7 @@ class RelayFoldedMarkTest {
         .filter(s -> !s.isEmpty()).toList();
     // 5 batches, 6 commits (before the fold: 10). The last transaction marks the fifth batch and asks for a sixth
     // that finds nothing: until their mark a held batch's rows look unassigned to the "which shards have rows"
-    // check, and the question costs no commit of its own, as that transaction commits the mark anyway.
+    // check, which is a read-only statement of its own (no write, so no WAL flush at its commit).
     assertThat(publishing).as("each transaction marks the previous batch and assigns the next")
         .containsExactly("A", "MA", "MA", "MA", "MA", "MA");
 
@@ -85,7 +85,10 @@ class RelayFoldedMarkTest {
   enum CrashPoint {
     /** The third batch is in the stream, its mark waits for the next cycle. */
     AFTER_THE_WRITE,
-    /** A cycle's transaction marked a written batch and assigned the next, and is not committed. */
+    /**
+     * A cycle's transaction, which marks a written batch and assigns the next, is built and not committed (it is
+     * sent as one round trip, and RoundTripTest shows that a failure inside it takes all of it back).
+     */
     IN_THE_CYCLE_TRANSACTION,
     /** A cycle committed the mark and the next assignment; that batch is not written yet. */
     BEFORE_THE_WRITE
@@ -191,7 +194,8 @@ class RelayFoldedMarkTest {
 
   private static String shape(List<String> transaction) {
     StringBuilder out = new StringBuilder();
-    for (String sql : transaction) {
+    // A cycle sends its statements as one execute (one round trip, one transaction): split it into its statements.
+    for (String sql : transaction.stream().flatMap(s -> java.util.Arrays.stream(s.split(";\n"))).toList()) {
       if (sql.contains("SET entries_added = GREATEST")) {
         out.append('M');
       } else if (sql.contains("AS busy")) {
