@@ -15,6 +15,8 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import redis.clients.jedis.AbstractPipeline;
+import redis.clients.jedis.Response;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.exceptions.JedisNoScriptException;
@@ -135,6 +137,14 @@ public final class LuaScript {
     } catch (JedisDataException e) {
       throw AclErrors.inScript(e, this, keys.stream().map(k -> new String(k, StandardCharsets.UTF_8)).toList());
     }
+  }
+
+  /**
+   * Queues the script by SHA on a pipeline. Its reply is an error when Redis does not have the script cached
+   * ({@code NOSCRIPT}) or refused it; the caller then runs it with {@link #run}, which loads it and names a refusal.
+   */
+  Response<Object> queue(AbstractPipeline pipeline, List<byte[]> keys, List<byte[]> args) {
+    return pipeline.evalsha(sha, keys, args);
   }
 
   /** Runs the script on text keys and arguments; bulk replies come back as {@code String}. Errors as {@link #run}. */

@@ -26,4 +26,13 @@ final class OwnedShard {
     this.confirmedAdded = confirmedAdded;
     this.batchSize = batchSize;
   }
+
+  /** Doubles the batch size after a full batch, halves it after one under a quarter full, within the bounds. */
+  void adaptBatchSize(int rows, int min, int max) {
+    if (rows >= batchSize) {
+      batchSize = Math.min(max, batchSize * 2);
+    } else if (rows < batchSize / 4) {
+      batchSize = Math.max(min, batchSize / 2);
+    }
+  }
 }

@@ -4,8 +4,11 @@ import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import redis.clients.jedis.AbstractPipeline;
+import redis.clients.jedis.Response;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.exceptions.JedisConnectionException;
 import redis.clients.jedis.exceptions.JedisDataException;
@@ -44,6 +47,44 @@ final class RedisStreams implements RedisTransport {
    */
   @Override
   public PublishResult publish(String streamKey, String relayKey, long confirmedAdded, List<OutboxRow> rows) {
+    return result((List<?>) run(publish, redis, keys(streamKey, relayKey), args(confirmedAdded, rows)));
+  }
+
+  /**
+   * The batches' scripts on one pipeline: one round trip for all of them on a single server, one per node in a
+   * cluster. Any failure of the pipeline as a whole leaves every batch to {@link #publish}.
+   */
+  @Override
+  public List<PublishResult> publishAll(List<Publish> batches) {
+    PublishResult[] out = new PublishResult[batches.size()];
+    if (batches.size() < 2) {
+      return Arrays.asList(out);
+    }
+    List<Response<Object>> replies = new ArrayList<>(batches.size());
+    try (AbstractPipeline pipeline = redis.pipelined()) {
+      for (Publish b : batches) {
+        replies.add(publish.queue(pipeline, keys(b.key(), b.relayKey()), args(b.confirmedAdded(), b.rows())));
+      }
+      pipeline.sync();
+    } catch (RuntimeException e) {
+      return Arrays.asList(out);
+    }
+    for (int i = 0; i < out.length; i++) {
+      try {
+        out[i] = result((List<?>) replies.get(i).get());
+      } catch (RuntimeException e) {
+        out[i] = null; // NOSCRIPT after a restart, a redirect, a refusal: publish() handles and names each
+      }
+    }
+    return Arrays.asList(out);
+  }
+
+  private static List<byte[]> keys(String streamKey, String relayKey) {
+    return List.of(bytes(streamKey), bytes(relayKey));
+  }
+
+  /** The publish script's arguments: the count the relay confirmed, then per row its ID, message ID and fields. */
+  private static List<byte[]> args(long confirmedAdded, List<OutboxRow> rows) {
     List<byte[]> args = new ArrayList<>(rows.size() * 21 + 1);
     args.add(bytes(Long.toString(confirmedAdded)));
     for (OutboxRow row : rows) {
@@ -56,12 +97,16 @@ final class RedisStreams implements RedisTransport {
         args.add(v);
       });
     }
-    List<?> reply = (List<?>) run(publish, redis, List.of(bytes(streamKey), bytes(relayKey)), args);
+    return args;
+  }
+
+  /** Reads the script's reply: lost (negative first element) with Redis's count, or a status per row. */
+  private static PublishResult result(List<?> reply) {
     long first = (Long) reply.get(0);
     if (first < 0) {
       return new PublishResult(true, (Long) reply.get(1), List.of());
     }
-    List<EntryStatus> statuses = new ArrayList<>(rows.size());
+    List<EntryStatus> statuses = new ArrayList<>(reply.size() - 1);
     for (int i = 1; i < reply.size(); i++) {
       statuses.add(switch (((Long) reply.get(i)).intValue()) {
         case 1 -> EntryStatus.ADDED;

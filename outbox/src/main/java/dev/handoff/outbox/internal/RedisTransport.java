@@ -1,6 +1,7 @@
 package dev.handoff.outbox.internal;
 
 import dev.handoff.outbox.ShardId;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -49,6 +50,19 @@ interface RedisTransport {
    * below {@code confirmedAdded}); with no rows it only checks for that loss.
    */
   PublishResult publish(String key, String relayKey, long confirmedAdded, List<OutboxRow> rows);
+
+  /** One batch for {@link #publishAll}: the arguments of a {@link #publish}. */
+  record Publish(String key, String relayKey, long confirmedAdded, List<OutboxRow> rows) {}
+
+  /**
+   * Writes several batches, each as {@link #publish} would, in one round trip where the transport can. An entry is
+   * null where that write did not complete (a connection or a node failed, the script was not loaded, Redis refused
+   * it): the caller then sends that batch with {@link #publish}, which is safe, as a write that ran finds its
+   * entries present. This default completes none.
+   */
+  default List<PublishResult> publishAll(List<Publish> batches) {
+    return Arrays.asList(new PublishResult[batches.size()]);
+  }
 
   /** The highest ID ever written to {@code key}, or zero; a new lease owner never assigns at or below it. */
   StreamId lastGeneratedId(String key, String relayKey);

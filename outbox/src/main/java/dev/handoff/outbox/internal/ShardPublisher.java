@@ -12,9 +12,6 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.TreeMap;
-import java.util.TreeSet;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
@@ -36,7 +33,7 @@ final class ShardPublisher {
   private final RelayListener listener;
   private final RedisTransport streams;
   private final OutboxQueries outbox;
-  private final PendingWork pendingWork;
+  private final CycleTransaction transaction;
   private final StreamLoss loss;
   private final BatchMarks marks;
   private final RelayFaults faults;
@@ -55,9 +52,9 @@ final class ShardPublisher {
     this.listener = config.listener();
     this.streams = streams;
     this.outbox = outbox;
-    this.pendingWork = new PendingWork(config.schema());
     this.loss = new StreamLoss(config.owner(), streams, outbox);
     this.marks = new BatchMarks(config, streams, leases, outbox, lostHandler, notifier);
+    this.transaction = new CycleTransaction(config, streams, outbox, marks, faults, owned);
     this.faults = faults;
     this.maintenance = maintenance;
     this.owned = owned;
@@ -79,8 +76,9 @@ final class ShardPublisher {
   /**
    * One cycle over the owned shards, in one transaction: what is already assigned first (a pending batch after a
    * crash or a takeover, rows re-published after Redis lost data); then, in shard order, the mark of each batch the
-   * previous cycle wrote and held ({@link BatchMarks}) and a new batch for every shard that has rows; then the new
-   * batches written to Redis shard after shard. With {@code holdMarks} the new batches wait, unmarked, for the next
+   * previous cycle wrote and held ({@link BatchMarks}) and a new batch for every shard that has rows, sent as one
+   * round trip ({@link CycleTransaction}); then the new batches written to Redis, pipelined in one round trip where
+   * the transport can ({@link RedisTransport#publishAll}), else shard after shard. With {@code holdMarks} the new batches wait, unmarked, for the next
    * cycle's transaction; otherwise they are marked at once in a second one. Until its mark, a written batch stays the
    * lease's pending batch: after a failure or a crash it is sent again with its IDs and found. A shard whose node
    * fails waits so ({@link ShardFailures}) while the others go on; the cycle then marks what the others wrote and
@@ -108,22 +106,29 @@ final class ShardPublisher {
         }
       }
       List<BatchMarks.Written> toMark = marks.takeHeld();
-      Cycle cycle;
+      CycleTransaction.Cycle cycle;
       try {
-        cycle = markAndAssign(c, toMark, wanted(c, failures));
+        cycle = transaction.markAndAssign(c, toMark, transaction.wanted(c, failures));
       } catch (SQLException | RuntimeException | Error e) {
         toMark.forEach(w -> w.shard().checkAssigned = true);
         throw e;
       }
       published += marks.applyAll(cycle.recorded());
+      List<Assigned> batches = batchesOf(cycle);
+      List<RedisTransport.Publish> writes = new ArrayList<>(batches.size());
+      for (Assigned a : batches) {
+        assigned += a.rows().size();
+        faults.beforeStreamWrite(a.shard().id, a.rows().size());
+        writes.add(new RedisTransport.Publish(a.shard().streamKey, a.shard().relayKey, a.shard().confirmedAdded,
+            a.rows()));
+      }
+      List<PublishResult> pipelined = streams.publishAll(writes);
       List<BatchMarks.Written> written = new ArrayList<>();
-      for (Assigned a : batchesOf(cycle)) {
-        OwnedShard o = a.shard();
-        List<OutboxRow> rows = a.rows();
-        assigned += rows.size();
-        faults.beforeStreamWrite(o.id, rows.size());
-        PublishResult result = failures.attempt(o, () -> streams.publish(o.streamKey, o.relayKey, o.confirmedAdded,
-            rows));
+      for (int i = 0; i < batches.size(); i++) {
+        OwnedShard o = batches.get(i).shard();
+        List<OutboxRow> rows = batches.get(i).rows();
+        PublishResult result = pipelined.get(i) != null ? pipelined.get(i)
+            : failures.attempt(o, () -> streams.publish(o.streamKey, o.relayKey, o.confirmedAdded, rows));
         if (result == null) {
           continue; // still the shard's pending batch: sent again with its IDs
         }
@@ -164,105 +169,14 @@ final class ShardPublisher {
     marks.forget();
   }
 
-  /** A shard that has rows, and how many it may take now. */
-  private record Wanted(OwnedShard shard, int limit) {}
-
   /** A new batch, committed as its shard's pending batch. */
   private record Assigned(OwnedShard shard, List<OutboxRow> rows) {}
 
-  /** What a cycle's transaction did: the marks it wrote, and the batches it asked for with what it got. */
-  private record Cycle(List<BatchMarks.Recorded> recorded, List<Wanted> wanted, List<OutboxQueries.Batch> batches) {}
-
-  /**
-   * The shards that have rows (one read-only statement for all of them), each with how many it may take now; none
-   * of a shard whose pending batch is still to be sent.
-   */
-  private List<Wanted> wanted(Connection c, ShardFailures failures) throws SQLException {
-    Set<ShardId> withWork = pendingWork.shardsWithWork(c, owned.keySet());
-    List<Wanted> wanted = new ArrayList<>();
-    for (OwnedShard o : new ArrayList<>(owned.values())) {
-      if (o.checkAssigned) {
-        continue;
-      }
-      if (!withWork.contains(o.id)) {
-        adaptBatchSize(o, 0);
-        continue;
-      }
-      // A bounded target (a list at capacity) takes no more than it has room for; the outbox holds the rest.
-      Long room = failures.attempt(o, () -> streams.room(o.streamKey, o.relayKey));
-      if (room != null && room > 0) {
-        wanted.add(new Wanted(o, (int) Math.min(o.batchSize, room)));
-      }
-    }
-    return wanted;
-  }
-
-  /**
-   * The cycle's transaction: shard by shard in shard order, the mark of the shard's held batch and the assignment of
-   * its next one, always from its lowest unassigned row (a row that commits late with a lower id must go before
-   * anything its key commits later). Marking first is what lets the assignment run: a shard has at most one pending
-   * batch. Every lease row is locked in shard order, as every statement that locks several of them does, so that
-   * two such transactions never deadlock. All of it is one {@link RoundTrip}, which commits as it returns; a held
-   * batch of which Redis refused rows (something else writes the stream) needs its mark's outcome before it can
-   * re-queue them, and that cycle runs its statements in turn.
-   */
-  private Cycle markAndAssign(Connection c, List<BatchMarks.Written> toMark, List<Wanted> wanted)
-      throws SQLException {
-    TreeMap<ShardId, BatchMarks.Written> marking = new TreeMap<>();
-    toMark.forEach(w -> marking.put(w.shard().id, w));
-    TreeMap<ShardId, Wanted> asked = new TreeMap<>();
-    wanted.forEach(w -> asked.put(w.shard().id, w));
-    TreeSet<ShardId> order = new TreeSet<>(marking.keySet());
-    order.addAll(asked.keySet());
-    RoundTrip trip = new RoundTrip();
-    List<RoundTrip.Result<BatchMarks.Recorded>> recorded = new ArrayList<>(marking.size());
-    List<RoundTrip.Result<OutboxQueries.Batch>> batches = new ArrayList<>(asked.size());
-    for (ShardId shard : order) {
-      BatchMarks.Written w = marking.get(shard);
-      if (w != null) {
-        RoundTrip.Part<BatchMarks.Recorded> mark = marks.markPart(w);
-        if (mark == null) {
-          return Transactions.inOne(c, () -> markAndAssignInTurn(c, order, marking, asked));
-        }
-        recorded.add(trip.add(mark));
-      }
-      Wanted want = asked.get(shard);
-      if (want != null) {
-        OwnedShard o = want.shard();
-        batches.add(trip.add(outbox.assignPart(o.id, config.owner(), o.epoch, want.limit(), config.maxBatchBytes())));
-      }
-    }
-    faults.beforeCycleCommit(recorded.size(), batches.size());
-    trip.run(c);
-    return new Cycle(recorded.stream().map(RoundTrip.Result::get).toList(), List.copyOf(asked.values()),
-        batches.stream().map(RoundTrip.Result::get).toList());
-  }
-
-  /** {@link #markAndAssign} one statement at a time, in the caller's transaction. */
-  private Cycle markAndAssignInTurn(Connection c, Set<ShardId> order, Map<ShardId, BatchMarks.Written> marking,
-      Map<ShardId, Wanted> asked) throws SQLException {
-    List<BatchMarks.Recorded> recorded = new ArrayList<>(marking.size());
-    List<OutboxQueries.Batch> batches = new ArrayList<>(asked.size());
-    for (ShardId shard : order) {
-      BatchMarks.Written w = marking.get(shard);
-      if (w != null) {
-        recorded.add(marks.record(c, w, true));
-      }
-      Wanted want = asked.get(shard);
-      if (want != null) {
-        OwnedShard o = want.shard();
-        batches.add(outbox.assign(c, o.id, config.owner(), o.epoch, want.limit(), config.maxBatchBytes()));
-      }
-    }
-    faults.beforeCycleCommit(recorded.size(), batches.size());
-    return new Cycle(recorded, List.copyOf(asked.values()), batches);
-  }
-
   /** The batches a cycle's transaction assigned, once it committed; a shard whose lease went is given up. */
-  private List<Assigned> batchesOf(Cycle cycle) {
+  private List<Assigned> batchesOf(CycleTransaction.Cycle cycle) {
     List<Assigned> out = new ArrayList<>();
     for (int i = 0; i < cycle.wanted().size(); i++) {
-      Wanted want = cycle.wanted().get(i);
+      CycleTransaction.Wanted want = cycle.wanted().get(i);
       OwnedShard o = want.shard();
       OutboxQueries.Batch batch = cycle.batches().get(i);
       if (!batch.exists()) {
@@ -272,20 +186,12 @@ final class ShardPublisher {
       // A full batch may have left rows behind; a short one took all there were when it ran, and rows committed
       // since then notify (or are found by the next idle poll): no second pass over every shard just to see.
       mayHaveMore |= batch.rows().size() >= want.limit();
-      adaptBatchSize(o, batch.rows().size());
+      o.adaptBatchSize(batch.rows().size(), config.minBatchSize(), config.maxBatchSize());
       if (!batch.rows().isEmpty()) {
         out.add(new Assigned(o, batch.rows()));
       }
     }
     return out;
-  }
-
-  private void adaptBatchSize(OwnedShard o, int rows) {
-    if (rows >= o.batchSize) {
-      o.batchSize = Math.min(config.maxBatchSize(), o.batchSize * 2);
-    } else if (rows < o.batchSize / 4) {
-      o.batchSize = Math.max(config.minBatchSize(), o.batchSize / 2);
-    }
   }
 
   private record PublishOutcome(int published, long republished) {}
