@@ -75,8 +75,8 @@ final class RelayCommand implements Callable<Integer> {
   String notificationJdbcUrl;
 
   @Option(names = "--idle-poll-interval", defaultValue = "${env:HANDOFF_IDLE_POLL_INTERVAL:-PT1S}",
-      description = "longest wait between looks at the outbox without a notification, ISO-8601"
-          + " (env HANDOFF_IDLE_POLL_INTERVAL; default ${DEFAULT-VALUE})")
+      description = "longest wait between looks at the outbox without a notification, ISO-8601; 10 times"
+          + " longer while LISTEN works (env HANDOFF_IDLE_POLL_INTERVAL; default ${DEFAULT-VALUE})")
   Duration idlePollInterval;
 
   @Option(names = "--health-file", defaultValue = "${env:HANDOFF_HEALTH_FILE}",

@@ -26,6 +26,8 @@ final class CycleTransaction {
   private final BatchMarks marks;
   private final RelayFaults faults;
   private final Map<ShardId, OwnedShard> owned;
+  /** Set by {@link #wanted}: a shard had rows and no room for them, or its node failed. */
+  private boolean rowsLeftWaiting;
 
   CycleTransaction(RelayConfig config, RedisTransport streams, OutboxQueries outbox, BatchMarks marks,
       RelayFaults faults, Map<ShardId, OwnedShard> owned) {
@@ -49,6 +51,7 @@ final class CycleTransaction {
    * of a shard whose pending batch is still to be sent.
    */
   List<Wanted> wanted(Connection c, ShardFailures failures) throws SQLException {
+    rowsLeftWaiting = false;
     Set<ShardId> withWork = pendingWork.shardsWithWork(c, owned.keySet());
     List<Wanted> wanted = new ArrayList<>();
     for (OwnedShard o : new ArrayList<>(owned.values())) {
@@ -63,9 +66,16 @@ final class CycleTransaction {
       Long room = failures.attempt(o, () -> streams.room(o.streamKey, o.relayKey));
       if (room != null && room > 0) {
         wanted.add(new Wanted(o, (int) Math.min(o.batchSize, room)));
+      } else {
+        rowsLeftWaiting = true;
       }
     }
     return wanted;
+  }
+
+  /** Whether the last {@link #wanted} left rows behind that no notification will announce again. */
+  boolean rowsLeftWaiting() {
+    return rowsLeftWaiting;
   }
 
   /**

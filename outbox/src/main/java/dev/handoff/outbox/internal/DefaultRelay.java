@@ -304,7 +304,8 @@ public final class DefaultRelay implements Relay {
           pacing.busy();
           continue;
         }
-        long waitMillis = pacing.nextWaitMillis(publisher.holdsMarks());
+        long waitMillis = pacing.nextWaitMillis(publisher.holdsMarks(),
+            notifications != null && notifications.hearing() && !publisher.rowsLeftWaiting());
         long untilLeases = Math.max(1, (leaseKeeper.nextCheckNanos() - System.nanoTime()) / 1_000_000);
         waiter.await(Math.min(waitMillis, untilLeases));
       } catch (InterruptedException e) {

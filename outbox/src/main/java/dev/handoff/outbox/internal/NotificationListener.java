@@ -42,6 +42,8 @@ final class NotificationListener implements Runnable {
   private final String owner;
   private final Duration idlePollInterval;
   private volatile boolean running = true;
+  /** Set once the probe NOTIFY arrived on the current LISTEN connection; cleared when that connection is lost. */
+  private volatile boolean hearing;
 
   /**
    * @param listenSource where the LISTEN connection comes from (a direct one when the relay was given one)
@@ -83,10 +85,12 @@ final class NotificationListener implements Runnable {
           unlisten(c);
           return;
         }
+        hearing = true;
         while (running) {
           wakeOnTopic(pg.getNotifications(500));
         }
       } catch (SQLException | RuntimeException e) {
+        hearing = false;
         if (!running) {
           break;
         }
@@ -154,6 +158,14 @@ final class NotificationListener implements Runnable {
       }
     }
     return true; // stopping: nothing to report
+  }
+
+  /**
+   * Whether notifications reach the relay now: LISTEN is in place on a connection that keeps its session, and its
+   * probe NOTIFY arrived. While so, every append through handoff wakes the relay, and polling is only a safety net.
+   */
+  boolean hearing() {
+    return hearing && running;
   }
 
   private void wakeOnTopic(PGNotification[] batch) {

@@ -151,6 +151,11 @@ final class ShardPublisher {
     return new RelayCycle(owned.size(), assigned, published, republished);
   }
 
+  /** Whether the last cycle found rows it could not take: a shard without room, or one whose node failed. */
+  boolean rowsLeftWaiting() {
+    return transaction.rowsLeftWaiting();
+  }
+
   /** Whether batches the last cycle wrote wait for the next cycle's transaction to mark them. */
   boolean holdsMarks() {
     return marks.holding();
