@@ -83,9 +83,11 @@ final class CycleTransaction {
    * its next one, always from its lowest unassigned row (a row that commits late with a lower id must go before
    * anything its key commits later). Marking first is what lets the assignment run: a shard has at most one pending
    * batch. Every lease row is locked in shard order, as every statement that locks several of them does, so that
-   * two such transactions never deadlock. All of it is one {@link RoundTrip}, which commits as it returns; a held
-   * batch of which Redis refused rows (something else writes the stream) needs its mark's outcome before it can
-   * re-queue them, and that cycle runs its statements in turn.
+   * two such transactions never deadlock. It runs in the caller's transaction, after {@link #wanted}: all of it and
+   * the {@code COMMIT} go as one {@link RoundTrip}, so a busy cycle is one transaction in two round trips (the
+   * check with its {@code BEGIN}, then this). A held batch of which Redis refused rows (something else writes the
+   * stream) needs its mark's outcome before it can re-queue them; that cycle runs its statements in turn and its
+   * caller commits.
    */
   Cycle markAndAssign(Connection c, List<BatchMarks.Written> toMark, List<Wanted> wanted)
       throws SQLException {
@@ -103,7 +105,7 @@ final class CycleTransaction {
       if (w != null) {
         RoundTrip.Part<BatchMarks.Recorded> mark = marks.markPart(w);
         if (mark == null) {
-          return Transactions.inOne(c, () -> markAndAssignInTurn(c, order, marking, asked));
+          return markAndAssignInTurn(c, order, marking, asked);
         }
         recorded.add(trip.add(mark));
       }
@@ -114,12 +116,14 @@ final class CycleTransaction {
       }
     }
     faults.beforeCycleCommit(recorded.size(), batches.size());
-    trip.run(c);
+    if (trip.size() > 0) {
+      trip.runAndCommit(c);
+    }
     return new Cycle(recorded.stream().map(RoundTrip.Result::get).toList(), List.copyOf(asked.values()),
         batches.stream().map(RoundTrip.Result::get).toList());
   }
 
-  /** {@link #markAndAssign} one statement at a time, in the caller's transaction. */
+  /** {@link #markAndAssign} one statement at a time, in the caller's transaction, which its caller commits. */
   private Cycle markAndAssignInTurn(Connection c, Set<ShardId> order, Map<ShardId, BatchMarks.Written> marking,
       Map<ShardId, Wanted> asked) throws SQLException {
     List<BatchMarks.Recorded> recorded = new ArrayList<>(marking.size());

@@ -11,10 +11,13 @@ import java.util.List;
  * Statements sent to PostgreSQL as one, so that the relay waits for one round trip where it waited for one per
  * statement plus a {@code BEGIN} and a {@code COMMIT}.
  *
- * <p>On a connection in auto-commit, pgjdbc sends the statements of one execute with a single {@code Sync}, and the
+ * <p>pgjdbc sends the statements of one execute with a single {@code Sync}. On a connection in auto-commit the
  * server runs everything before a {@code Sync} as one implicit transaction: the statements commit together, or a
- * failing one rolls back those before it ({@code RoundTripTest} checks both on the real server, so that a driver
- * that behaved otherwise fails the build). Each statement sees what the ones before it wrote. Behind PgBouncer in
+ * failing one rolls back those before it. In an open transaction {@link #runAndCommit} ends the execute with
+ * {@code COMMIT}: the transaction's earlier statements, these and the commit cost one round trip, and a failing
+ * statement leaves the transaction aborted and nothing committed. {@code RoundTripTest} checks all of it on the real
+ * server, so that a driver that behaved otherwise fails the build. Each statement sees what the ones before it
+ * wrote. Behind PgBouncer in
  * transaction mode the whole execute is one transaction on one server connection, and every statement is the unnamed
  * one ({@link Statements}). Every statement must return a result set. Not thread-safe; used once.
  */
@@ -65,7 +68,24 @@ final class RoundTrip {
 
   /** Sends every statement in one execute; on a connection in auto-commit, they commit as one transaction. */
   void run(Connection c) throws SQLException {
-    if (entries.isEmpty()) {
+    send(c, false);
+  }
+
+  /**
+   * Sends every statement and then {@code COMMIT} in one execute, ending the transaction the connection (not in
+   * auto-commit) has open, with the statements it ran before: one round trip for the statements and the commit.
+   * The caller's {@code commit()} afterwards finds no transaction and sends nothing. Should a statement fail, the
+   * transaction is aborted, the {@code COMMIT} is not run, and the caller rolls back.
+   */
+  void runAndCommit(Connection c) throws SQLException {
+    if (c.getAutoCommit()) {
+      throw new IllegalStateException("runAndCommit needs a connection with a transaction open");
+    }
+    send(c, true);
+  }
+
+  private void send(Connection c, boolean commit) throws SQLException {
+    if (entries.isEmpty() && !commit) {
       return;
     }
     StringBuilder sql = new StringBuilder();
@@ -74,6 +94,9 @@ final class RoundTrip {
         sql.append(";\n");
       }
       sql.append(e.part().sql());
+    }
+    if (commit) {
+      sql.append(sql.length() > 0 ? ";\n" : "").append("COMMIT");
     }
     try (PreparedStatement ps = Statements.prepare(c, sql.toString())) {
       int next = 1;

@@ -108,7 +108,7 @@ final class ShardPublisher {
       List<BatchMarks.Written> toMark = marks.takeHeld();
       CycleTransaction.Cycle cycle;
       try {
-        cycle = transaction.markAndAssign(c, toMark, transaction.wanted(c, failures));
+        cycle = Transactions.inOne(c, () -> transaction.markAndAssign(c, toMark, transaction.wanted(c, failures)));
       } catch (SQLException | RuntimeException | Error e) {
         toMark.forEach(w -> w.shard().checkAssigned = true);
         throw e;

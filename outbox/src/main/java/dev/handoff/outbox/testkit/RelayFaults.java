@@ -22,10 +22,10 @@ public interface RelayFaults {
   default void afterStreamWrite(ShardId shard, int rows) {}
 
   /**
-   * Called before a cycle's transaction commits, once it holds the marks of the batches the previous cycle wrote
-   * ({@code marked}) and the assignments of the next ones ({@code assigned} shards asked). The transaction is
-   * usually sent as one round trip that commits as it returns, and then nothing of it has reached the database
-   * yet; either way a crash here leaves neither the marks nor the assignments.
+   * Called inside a cycle's transaction, before its commit, once it holds the marks of the batches the previous
+   * cycle wrote ({@code marked}) and the assignments of the next ones ({@code assigned} shards asked); these
+   * usually go to the database with the {@code COMMIT}, in one round trip, after this call. A crash here leaves
+   * neither the marks nor the assignments.
    */
   default void beforeCycleCommit(int marked, int assigned) {}
 

@@ -67,6 +67,41 @@ class RoundTripTest {
     assertThat(env.queryList("SELECT id FROM " + table() + " ORDER BY id", Integer.class)).containsExactly(3);
   }
 
+  @Test
+  void inAnOpenTransactionTheStatementsAndTheCommitAreOneExecuteThatEndsIt() throws SQLException {
+    try (Connection c = env.dataSource().getConnection()) {
+      c.setAutoCommit(false);
+      long before = RoundTrip.one(c, insert(1));
+      RoundTrip trip = new RoundTrip();
+      RoundTrip.Result<Long> second = trip.add(insert(2));
+      trip.runAndCommit(c);
+
+      assertThat(second.get()).as("the transaction the earlier statement opened").isEqualTo(before);
+      assertThat(env.queryLong("SELECT count(*) FROM " + table())).as("committed before commit() is called")
+          .isEqualTo(2);
+      c.commit(); // finds no transaction
+      c.setAutoCommit(true);
+    }
+  }
+
+  @Test
+  void aFailingStatementBeforeTheCommitLeavesTheWholeTransactionUncommitted() throws SQLException {
+    try (Connection c = env.dataSource().getConnection()) {
+      c.setAutoCommit(false);
+      RoundTrip.one(c, insert(1));
+      RoundTrip trip = new RoundTrip();
+      trip.add(insert(2));
+      trip.add(insert(1));
+      Throwable e = catchThrowable(() -> trip.runAndCommit(c));
+
+      assertThat(e).isInstanceOf(PSQLException.class).hasMessageContaining("duplicate key");
+      c.rollback();
+      c.setAutoCommit(true);
+    }
+    assertThat(env.queryLong("SELECT count(*) FROM " + table())).as("neither the earlier insert nor these")
+        .isZero();
+  }
+
   private RoundTrip.Part<Long> insert(int id) {
     return new RoundTrip.Part<>("INSERT INTO " + table() + " (id) VALUES (?) RETURNING txid_current()",
         (c, ps, i) -> {

@@ -69,7 +69,7 @@ class RelayFoldedMarkTest {
         .filter(s -> !s.isEmpty()).toList();
     // 5 batches, 6 commits (before the fold: 10). The last transaction marks the fifth batch and asks for a sixth
     // that finds nothing: until their mark a held batch's rows look unassigned to the "which shards have rows"
-    // check, which is a read-only statement of its own (no write, so no WAL flush at its commit).
+    // check, which runs first in the same transaction and costs no commit of its own.
     assertThat(publishing).as("each transaction marks the previous batch and assigns the next")
         .containsExactly("A", "MA", "MA", "MA", "MA", "MA");
 
@@ -86,8 +86,9 @@ class RelayFoldedMarkTest {
     /** The third batch is in the stream, its mark waits for the next cycle. */
     AFTER_THE_WRITE,
     /**
-     * A cycle's transaction, which marks a written batch and assigns the next, is built and not committed (it is
-     * sent as one round trip, and RoundTripTest shows that a failure inside it takes all of it back).
+     * A cycle's transaction is open (its check ran) and holds a mark of a written batch and the next assignment, not
+     * yet sent: they go with the COMMIT in one round trip, and RoundTripTest shows that a failure there commits
+     * nothing.
      */
     IN_THE_CYCLE_TRANSACTION,
     /** A cycle committed the mark and the next assignment; that batch is not written yet. */
@@ -194,7 +195,7 @@ class RelayFoldedMarkTest {
 
   private static String shape(List<String> transaction) {
     StringBuilder out = new StringBuilder();
-    // A cycle sends its statements as one execute (one round trip, one transaction): split it into its statements.
+    // A cycle sends its marks, assignments and COMMIT as one execute (one round trip): split it into its statements.
     for (String sql : transaction.stream().flatMap(s -> java.util.Arrays.stream(s.split(";\n"))).toList()) {
       if (sql.contains("SET entries_added = GREATEST")) {
         out.append('M');
