@@ -76,10 +76,11 @@ final class ShardPublisher {
   /**
    * One cycle over the owned shards, in one transaction: what is already assigned first (a pending batch after a
    * crash or a takeover, rows re-published after Redis lost data); then, in shard order, the mark of each batch the
-   * previous cycle wrote and held ({@link BatchMarks}) and a new batch for every shard that has rows, sent as one
-   * round trip ({@link CycleTransaction}); then the new batches written to Redis, pipelined in one round trip where
-   * the transport can ({@link RedisTransport#publishAll}), else shard after shard. With {@code holdMarks} the new batches wait, unmarked, for the next
-   * cycle's transaction; otherwise they are marked at once in a second one. Until its mark, a written batch stays the
+   * previous cycle wrote and held ({@link BatchMarks}) and a new batch for every shard that has rows, with the
+   * commit in one round trip ({@link CycleTransaction}); then the new batches written to Redis, pipelined in one
+   * round trip where the transport can ({@link RedisTransport#publishAll}), else shard after shard. With
+   * {@code holdMarks} the new batches wait, unmarked, for the next cycle's transaction; otherwise they are marked at
+   * once in a second one. Until its mark, a written batch stays the
    * lease's pending batch: after a failure or a crash it is sent again with its IDs and found. A shard whose node
    * fails waits so ({@link ShardFailures}) while the others go on; the cycle then marks what the others wrote and
    * throws that failure. Sets {@link #mayHaveMore()}.
