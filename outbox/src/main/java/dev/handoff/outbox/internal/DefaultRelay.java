@@ -71,7 +71,8 @@ public final class DefaultRelay implements Relay {
   public DefaultRelay(DataSource dataSource, DataSource notificationDataSource, UnifiedJedis redis,
       RelayConfig config, RelayFaults faults) {
     this.dataSource = Statements.sessionFree(dataSource);
-    this.notificationDataSource = notificationDataSource != null ? notificationDataSource : this.dataSource;
+    // The pool itself, not the session-free wrapper: a LISTEN connection that fails is evicted from it by handle.
+    this.notificationDataSource = notificationDataSource != null ? notificationDataSource : dataSource;
     this.config = config;
     this.health = new RelayHealth(config);
     this.failures = new RelayFailures(config, health, faults);
@@ -122,6 +123,18 @@ public final class DefaultRelay implements Relay {
     State s = state.get();
     return health.report(s == State.RUNNING ? null : s == State.NEW ? "not-started" : "closed", loop, listenThread,
         renewer.silentNanos());
+  }
+
+  /** Whether notifications reach this relay now (see {@link NotificationListener#hearing()}). */
+  boolean hearing() {
+    NotificationListener n = notifications;
+    return n != null && n.hearing();
+  }
+
+  /** The backend pid of this relay's LISTEN session, or -1 while it has none. */
+  int listeningBackend() {
+    NotificationListener n = notifications;
+    return n == null ? -1 : n.backend();
   }
 
   @Override

@@ -44,6 +44,8 @@ final class NotificationListener implements Runnable {
   private volatile boolean running = true;
   /** Set once the probe NOTIFY arrived on the current LISTEN connection; cleared when that connection is lost. */
   private volatile boolean hearing;
+  /** The server process of the current LISTEN session, or -1: what an operator (or a test) terminates or traces. */
+  private volatile int backend = -1;
 
   /**
    * @param listenSource where the LISTEN connection comes from (a direct one when the relay was given one)
@@ -64,33 +66,22 @@ final class NotificationListener implements Runnable {
   public void run() {
     long backoffMillis = 100;
     while (running) {
-      try (Connection c = listenSource.getConnection()) {
-        c.setAutoCommit(true);
-        String sessionLost = sessionKept(c);
-        if (sessionLost != null) {
-          waiter.wake();
-          warnPolling(sessionLost);
+      Connection c = null;
+      try {
+        c = listenSource.getConnection();
+        if (!listenOn(c)) {
+          backend = -1;
           return;
         }
-        try (Statement s = Statements.statement(c)) {
-          s.execute("LISTEN \"" + channel + "\"");
-        }
-        PGConnection pg = c.unwrap(PGConnection.class);
         backoffMillis = 100;
-        // Rows committed while no one listened are only seen by polling; look once now.
-        waiter.wake();
-        if (!probe(pg)) {
-          warnPolling("a NOTIFY sent through the relay's data source did not arrive within "
-              + PROBE_TIMEOUT.toSeconds() + " s");
-          unlisten(c);
-          return;
-        }
-        hearing = true;
-        while (running) {
-          wakeOnTopic(pg.getNotifications(500));
-        }
+        c = null; // listenOn gave it back, without its LISTEN
       } catch (SQLException | RuntimeException e) {
         hearing = false;
+        if (c != null) {
+          // Its session failed outside the pool's sight (on the driver's connection): it must not be borrowed again.
+          PooledConnections.discard(listenSource, c);
+        }
+        backend = -1;
         if (!running) {
           break;
         }
@@ -103,11 +94,48 @@ final class NotificationListener implements Runnable {
   }
 
   /**
+   * Listens on {@code c} until the listener stops, then takes the LISTEN back and closes {@code c}; false when
+   * notifications cannot reach the relay through it (the relay polls). Throws, leaving {@code c} open, when its
+   * session fails.
+   */
+  private boolean listenOn(Connection c) throws SQLException {
+    c.setAutoCommit(true);
+    backend = backend(c);
+    String sessionLost = sessionKept(c);
+    if (sessionLost != null) {
+      waiter.wake();
+      warnPolling(sessionLost);
+      c.close();
+      return false;
+    }
+    try (Statement s = Statements.statement(c)) {
+      s.execute("LISTEN \"" + channel + "\"");
+    }
+    PGConnection pg = c.unwrap(PGConnection.class);
+    // Rows committed while no one listened are only seen by polling; look once now.
+    waiter.wake();
+    if (!probe(pg)) {
+      warnPolling("a NOTIFY sent through the relay's data source did not arrive within "
+          + PROBE_TIMEOUT.toSeconds() + " s");
+      unlistenAndClose(c);
+      return false;
+    }
+    hearing = true;
+    while (running) {
+      wakeOnTopic(pg.getNotifications(500));
+    }
+    hearing = false;
+    backend = -1;
+    unlistenAndClose(c);
+    return true;
+  }
+
+  /**
    * Null when {@code c} keeps its server session, or what shows it does not. A session of its own is never shared
    * with another connection's open transaction and never changes between statements.
    */
   private String sessionKept(Connection c) throws SQLException {
-    int before = backend(c);
+    int before = backend;
     try (Connection other = notifySource.getConnection()) {
       other.setAutoCommit(false);
       try {
@@ -168,6 +196,11 @@ final class NotificationListener implements Runnable {
     return hearing && running;
   }
 
+  /** The backend pid ({@code pg_backend_pid()}) of the session that listens now, or -1 when none does. */
+  int backend() {
+    return backend;
+  }
+
   private void wakeOnTopic(PGNotification[] batch) {
     if (batch != null) {
       for (PGNotification n : batch) {
@@ -189,19 +222,27 @@ final class NotificationListener implements Runnable {
   }
 
   /**
-   * Takes the LISTEN back. Behind transaction pooling this reaches some server session, most likely the one that
-   * took the LISTEN (PgBouncer reuses the last idle one); a LISTEN left there would hand appends' notifications to
-   * other clients of the pool.
+   * Takes the LISTEN back before {@code c} goes back to its pool, which may be the application's: a session still
+   * listening would collect every append's notification for whoever borrows it next. Behind transaction pooling
+   * this reaches some server session, most likely the one that took the LISTEN (PgBouncer reuses the last idle
+   * one). A connection whose UNLISTEN fails is discarded instead.
    */
-  private static void unlisten(Connection c) {
+  private void unlistenAndClose(Connection c) {
     try (Statement s = Statements.statement(c)) {
       s.execute("UNLISTEN *");
     } catch (SQLException e) {
-      log.debug("UNLISTEN after the failed probe failed", e);
+      log.debug("UNLISTEN failed; discarding the connection", e);
+      PooledConnections.discard(listenSource, c);
+      return;
+    }
+    try {
+      c.close();
+    } catch (SQLException e) {
+      log.debug("closing the LISTEN connection failed", e);
     }
   }
 
-  /** Stops within one notification poll (half a second). */
+  /** Stops within one notification poll (half a second); the connection then goes back without its LISTEN. */
   void stop() {
     running = false;
   }

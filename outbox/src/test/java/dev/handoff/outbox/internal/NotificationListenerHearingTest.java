@@ -29,14 +29,16 @@ class NotificationListenerHearingTest {
 
   @Test
   void aDirectConnectionHearsAgainAfterItsBackendIsKilledAndStopsHearingWhenStopped() throws Exception {
-    NotificationListener listener = listener(env.dataSource(), env.dataSource());
+    // A pool of the listener's own: the test's queries never share a connection with the session it kills.
+    HikariDataSource pool = env.newDataSource(4);
+    NotificationListener listener = listener(pool, pool);
     Thread thread = start(listener);
     await().atMost(DEADLINE).until(listener::hearing);
-    long first = listeningBackend();
-    assertThat(env.queryLong("SELECT CASE WHEN pg_terminate_backend(?) THEN 1 ELSE 0 END",
-        (int) first)).as("the LISTEN backend was killed").isEqualTo(1);
+    int first = listener.backend();
+    assertThat(env.queryLong("SELECT CASE WHEN pg_terminate_backend(?) THEN 1 ELSE 0 END", first))
+        .as("the LISTEN backend was killed").isEqualTo(1);
     // Losing the connection clears hearing before it reconnects; true again only once the new probe came back.
-    await().atMost(DEADLINE).until(() -> listeningBackend() != first && listener.hearing());
+    await().atMost(DEADLINE).until(() -> listener.backend() != first && listener.hearing());
     listener.stop();
     assertThat(listener.hearing()).isFalse();
     thread.join(DEADLINE.toMillis());
@@ -53,12 +55,6 @@ class NotificationListenerHearingTest {
       assertThat(thread.isAlive()).as("it gave up listening: the relay polls").isFalse();
       assertThat(listener.hearing()).isFalse();
     }
-  }
-
-  /** The pid of the backend that ran the listener's LISTEN last, or -1. */
-  private long listeningBackend() {
-    return env.queryLong("SELECT coalesce(max(pid), -1) FROM pg_stat_activity"
-        + " WHERE query LIKE 'LISTEN \"hearing_test\"%' AND state = 'idle'");
   }
 
   private NotificationListener listener(javax.sql.DataSource listen, javax.sql.DataSource notify) {
