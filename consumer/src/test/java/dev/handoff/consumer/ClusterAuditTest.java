@@ -47,7 +47,7 @@ class ClusterAuditTest {
 
   private static final int PAYMENTS = 10_000;
   private static final int ROWS_PER_TRANSACTION = 5;
-  private static final Duration APPEND_PAUSE = Duration.ofMillis(8);
+  private static final Duration APPEND_PAUSE = Duration.ofMillis(2); // the latches, not the pace, decide where the kills land
   /** The first c1 stalls in its handler after this many messages, and is SIGKILLed there (relay-1: a third). */
   private static final int STALL_AFTER = 1_500;
 

@@ -45,6 +45,8 @@ final class ClusterNode {
         "--cluster-replica-validity-factor", "0",
         // The test decides where every replica is; Redis must not move one to an orphaned master on its own.
         "--cluster-allow-replica-migration", "no",
+        // A replica's first full sync would otherwise wait 5 s for more replicas to share it: none ever comes.
+        "--repl-diskless-sync-delay", "0",
         "--save", "",
         "--appendonly", "no",
         "--maxmemory-policy", "noeviction"));

@@ -44,10 +44,14 @@ public final class LedgerCli implements Runnable {
     cli.setOut(out);
     cli.setErr(err);
     CommandLines.configure(cli, "sample-ledger", LedgerCli::oneLine);
-    int code = cli.execute(args);
-    out.flush();
-    err.flush();
-    return code;
+    // A command sets handoff's log level for its own run; run in a JVM that goes on (a test, an embedding
+    // application), it must not silence that JVM's later warnings.
+    try (Logging.Restore level = Logging.saved()) {
+      int code = cli.execute(args);
+      out.flush();
+      err.flush();
+      return code;
+    }
   }
 
   @Override

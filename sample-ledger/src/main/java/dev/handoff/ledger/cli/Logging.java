@@ -9,6 +9,21 @@ final class Logging {
 
   private Logging() {}
 
+  /** Gives handoff's loggers back the level they had when it was saved. */
+  interface Restore extends AutoCloseable {
+    @Override
+    void close();
+  }
+
+  /** Saves the level of handoff's own loggers, to be restored when the returned handle is closed. */
+  static Restore saved() {
+    if (LoggerFactory.getLogger("dev.handoff") instanceof Logger logger) {
+      Level before = logger.getLevel();
+      return () -> logger.setLevel(before);
+    }
+    return () -> {};
+  }
+
   /** Sets the level of handoff's own loggers (library and ledger). */
   static void handoff(String level) {
     if (LoggerFactory.getLogger("dev.handoff") instanceof Logger logger) {
