@@ -164,10 +164,8 @@ class RelayMetricsPortProcessTest {
     return URI.create("http://127.0.0.1:" + port + path);
   }
 
-  private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
+  private static int freePort() {
+    return dev.handoff.testing.FreePorts.take();
   }
 
   private static ProcessBuilder command(String... args) {

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 
@@ -72,6 +73,7 @@ class ConsumerLifecycleTest {
       String group = "race" + i;
       AutoCloseable consumer = build.apply(group);
       CountDownLatch go = new CountDownLatch(1);
+      AtomicReference<Throwable> unexpected = new AtomicReference<>();
       Thread starter = new Thread(() -> {
         try {
           go.await();
@@ -80,12 +82,16 @@ class ConsumerLifecycleTest {
           // the close won: a consumer that was closed does not start
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
+        } catch (Throwable t) {
+          unexpected.set(t);
         }
       });
       starter.start();
       go.countDown();
       close(consumer);
-      starter.join();
+      starter.join(Duration.ofSeconds(30).toMillis());
+      assertThat(starter.isAlive()).as("the starter of %s returned", group).isFalse();
+      assertThat(unexpected.get()).as("what the start of %s threw, besides losing to the close", group).isNull();
       String prefix = threadPrefix + group + "-";
       ConsumerTestKit.await("no thread of " + group + " left", Duration.ofSeconds(10),
           () -> threadsNamed(prefix).isEmpty());

@@ -43,7 +43,11 @@ class ListConsumerTest {
     org.awaitility.Awaitility.doNotCatchUncaughtExceptionsByDefault();
   }
 
-  private static final Duration TTL = Duration.ofMillis(600);
+  /**
+   * Long enough that no stall of a loaded machine lets a live consumer's heartbeat expire (its elements would be
+   * handed back while in work, and the exact counts would change); a test of a dead consumer deletes its heartbeat.
+   */
+  private static final Duration TTL = Duration.ofSeconds(20);
 
   private final TestEnvironment env;
 
@@ -135,7 +139,9 @@ class ListConsumerTest {
     String list = list(f.topic);
     java.util.concurrent.atomic.AtomicBoolean died = new java.util.concurrent.atomic.AtomicBoolean();
     // A group of its own: the other tests count the markers of group "g".
-    try (ListConsumer survivorProcess = consumer(f).group("died")
+    // A short TTL for this one: its dead worker's heartbeat running out is what hands the elements back.
+    try (ListConsumer survivorProcess = consumer(f).group("died").heartbeatTtl(Duration.ofMillis(600))
+        .heartbeatInterval(Duration.ofMillis(150))
         .handler(f.effect("died", null)).consumerName("a").workers(1).faults(point -> {
         if (point == ConsumerFaults.Point.BEFORE_COMMIT && died.compareAndSet(false, true)) {
           throw new SimulatedCrash("worker thread dies inside a live process");
@@ -175,6 +181,8 @@ class ListConsumerTest {
     ConsumerTestKit.kill(crashed);
     assertThat(f.effectCount("g")).isEqualTo(3);
     assertThat(env.redis().llen(ListFormat.processingKey(list, "a-0"))).isEqualTo(3);
+    // The dead process's heartbeat runs out: deleted here rather than waited out.
+    assertThat(env.redis().del(ListFormat.heartbeatKey(ListFormat.processingKey(list, "a-0")))).isEqualTo(1);
 
     PollResult total = PollResult.EMPTY;
     try (ListConsumer other = consumer(f).consumerName("b").build()) {
@@ -235,7 +243,8 @@ class ListConsumerTest {
       consumer.start();
       await().atMost(Duration.ofSeconds(30)).until(() -> f.effectCount("g") == 300);
       done.set(true);
-      sampler.join();
+      sampler.join(Duration.ofSeconds(30).toMillis());
+      assertThat(sampler.isAlive()).as("the sampler stopped").isFalse();
       assertThat(maxWaiting.get()).isEqualTo(capacity);
       assertThat(maxInSystem.get()).isLessThanOrEqualTo(capacity);
       await().atMost(Duration.ofSeconds(5)).until(() -> consumer.status().drained());
@@ -350,7 +359,7 @@ class ListConsumerTest {
         .handler(f.effect("g", null))
         .block(Duration.ofMillis(100))
         .heartbeatTtl(TTL)
-        .heartbeatInterval(Duration.ofMillis(150))
+        .heartbeatInterval(Duration.ofSeconds(1))
         .reapInterval(Duration.ofMillis(50))
         .backoff(Duration.ofMillis(50), Duration.ofMillis(200));
   }

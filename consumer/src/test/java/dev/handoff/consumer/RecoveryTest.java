@@ -108,7 +108,8 @@ class RecoveryTest {
       assertThat(f.pendingTotal("g")).isZero();
       assertThat(restarted.pollOnce().read()).isZero(); // the replay loop ended
       assertThat(lost).containsExactly(ids.get(1));
-      List<DeadLetter> dead = restarted.deadLetters(10);
+      // Group "g" of this class's other tests has dead letters of other topics, whichever order they ran in.
+      List<DeadLetter> dead = restarted.deadLetters(10).stream().filter(d -> d.topic().equals("trimmed")).toList();
       assertThat(dead).hasSize(1);
       assertThat(dead.get(0).streamId()).isEqualTo(ids.get(1));
       assertThat(dead.get(0).error()).startsWith("lost: ");
@@ -141,7 +142,8 @@ class RecoveryTest {
       PollResult r = consumer.pollOnce();
       assertThat(r.lost()).isEqualTo(1);
       assertThat(f.pendingTotal("g")).isZero();
-      DeadLetter d = consumer.deadLetters(1).get(0);
+      DeadLetter d = consumer.deadLetters(10).stream().filter(x -> x.topic().equals("trimmed-claim")).findFirst()
+          .orElseThrow();
       assertThat(d.messageId()).isEqualTo(m.messageId());
       assertThat(d.error()).startsWith("lost: ").contains("recovered from the outbox");
       assertThat(d.retryable()).isTrue();

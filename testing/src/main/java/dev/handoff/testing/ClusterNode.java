@@ -3,7 +3,6 @@ package dev.handoff.testing;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -20,7 +19,6 @@ import redis.clients.jedis.exceptions.JedisConnectionException;
 final class ClusterNode {
 
   /** The cluster bus listens on the client port plus this offset; both must be free. */
-  private static final int BUS_OFFSET = 10000;
 
   private final HostAndPort address;
   private final Process process;
@@ -121,24 +119,9 @@ final class ClusterNode {
   }
 
   private static int freePortWithFreeBus() {
-    for (int attempt = 0; attempt < 100; attempt++) {
-      try (ServerSocket socket = new ServerSocket(0)) {
-        int port = socket.getLocalPort();
-        if (port + BUS_OFFSET > 65535) {
-          continue;
-        }
-        try (ServerSocket bus = new ServerSocket(port + BUS_OFFSET)) {
-          bus.setReuseAddress(true);
-          return port;
-        } catch (IOException busTaken) {
-          // the bus port is in use: try another client port
-        }
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    }
-    throw new IllegalStateException("no free port p with p + " + BUS_OFFSET + " free after 100 attempts");
+    return FreePorts.takeWithBus();
   }
+
 
   @Override
   public String toString() {

@@ -114,6 +114,7 @@ public final class TestServers {
     try {
       EmbeddedPostgres pg =
           EmbeddedPostgres.builder()
+              .setPort(FreePorts.take())
               .setServerConfig("max_connections", "300")
               .setServerConfig("fsync", "off")
               .setServerConfig("synchronous_commit", "off")

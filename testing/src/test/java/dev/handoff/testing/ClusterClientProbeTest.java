@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -155,21 +156,22 @@ class ClusterClientProbeTest {
 
   /** XREADGROUP BLOCK on one key runs on the owner and holds one of its pooled connections for the whole call. */
   @Test
-  void aBlockingReadGroupRunsOnTheOwnerAndHoldsOneConnectionUntilItReturns() {
+  void aBlockingReadGroupRunsOnTheOwnerAndHoldsOneConnectionUntilItReturns() throws Exception {
     String stream = "handoff:{probe-block:0}";
     HostAndPort owner = cluster.nodeForKey(stream);
     try (RedisClusterClient client = cluster.newClient()) {
       client.xgroupCreate(stream, "g", StreamEntryID.XGROUP_LAST_ENTRY, true);
       int before = client.getClusterNodes().get(owner.toString()).getNumActive();
       CompletableFuture<List<Map.Entry<String, List<StreamEntry>>>> read = CompletableFuture.supplyAsync(
-          () -> client.xreadGroup("g", "c1", XReadGroupParams.xReadGroupParams().block(1500).count(1),
+          // Blocks until the entry below arrives, however long the machine takes to get there.
+          () -> client.xreadGroup("g", "c1", XReadGroupParams.xReadGroupParams().block(60_000).count(1),
               Map.of(stream, StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY)));
       Waits.until("the read blocks on " + owner, Duration.ofSeconds(10), () -> blockedReads(owner) == 1);
       assertThat(client.getClusterNodes().get(owner.toString()).getNumActive()).isEqualTo(before + 1);
       try (Jedis jedis = cluster.admin(owner)) {
         jedis.xadd(stream, StreamEntryID.NEW_ENTRY, Map.of("f", "v"));
       }
-      List<Map.Entry<String, List<StreamEntry>>> reply = read.join();
+      List<Map.Entry<String, List<StreamEntry>>> reply = read.get(60, TimeUnit.SECONDS);
       assertThat(reply).hasSize(1);
       assertThat(reply.get(0).getValue()).hasSize(1);
       assertThat(client.getClusterNodes().get(owner.toString()).getNumActive()).isEqualTo(before);
