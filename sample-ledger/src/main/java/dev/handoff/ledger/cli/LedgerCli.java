@@ -46,11 +46,14 @@ public final class LedgerCli implements Runnable {
     CommandLines.configure(cli, "sample-ledger", LedgerCli::oneLine);
     // A command sets handoff's log level for its own run; run in a JVM that goes on (a test, an embedding
     // application), it must not silence that JVM's later warnings.
-    try (Logging.Restore level = Logging.saved()) {
+    Logging.Restore level = Logging.saved();
+    try {
       int code = cli.execute(args);
       out.flush();
       err.flush();
       return code;
+    } finally {
+      level.close();
     }
   }
 

@@ -10,8 +10,7 @@ final class Logging {
   private Logging() {}
 
   /** Gives handoff's loggers back the level they had when it was saved. */
-  interface Restore extends AutoCloseable {
-    @Override
+  interface Restore {
     void close();
   }
 
