@@ -17,10 +17,11 @@ public final class LogCapture implements AutoCloseable {
 
   private final Logger root = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
   private final List<String> lines = new ArrayList<>();
+  private final Level threshold;
   private final AppenderBase<ILoggingEvent> appender = new AppenderBase<>() {
     @Override
     protected void append(ILoggingEvent e) {
-      if (e.getLevel().isGreaterOrEqual(Level.WARN)) {
+      if (e.getLevel().isGreaterOrEqual(threshold)) {
         String line = e.getLevel() + " " + e.getLoggerName() + " [" + e.getThreadName() + "] "
             + e.getFormattedMessage()
             + (e.getThrowableProxy() != null ? " (" + e.getThrowableProxy().getClassName() + ": "
@@ -32,11 +33,18 @@ public final class LogCapture implements AutoCloseable {
     }
   };
 
-  private LogCapture() {}
+  private LogCapture(Level threshold) {
+    this.threshold = threshold;
+  }
 
-  /** Starts collecting. */
+  /** Starts collecting WARN and ERROR events. */
   public static LogCapture start() {
-    LogCapture capture = new LogCapture();
+    return start(Level.WARN);
+  }
+
+  /** Starts collecting the events at {@code threshold} and above (INFO to also see what a WARN is followed by). */
+  public static LogCapture start(Level threshold) {
+    LogCapture capture = new LogCapture(threshold);
     capture.appender.setContext(capture.root.getLoggerContext());
     capture.appender.setName("handoff-log-capture");
     capture.appender.start();
@@ -46,6 +54,13 @@ public final class LogCapture implements AutoCloseable {
 
   /** The WARN and ERROR lines so far, as {@code LEVEL logger [thread] message (exception: message)}. */
   public List<String> warnings() {
+    synchronized (lines) {
+      return lines.stream().filter(l -> l.startsWith("WARN ") || l.startsWith("ERROR ")).toList();
+    }
+  }
+
+  /** Every line collected so far, in the form of {@link #warnings()}. */
+  public List<String> lines() {
     synchronized (lines) {
       return List.copyOf(lines);
     }

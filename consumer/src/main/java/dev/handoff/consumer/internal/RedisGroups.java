@@ -128,7 +128,20 @@ public final class RedisGroups implements AutoCloseable {
       if (e.getMessage() != null && e.getMessage().startsWith("BUSYGROUP")) {
         return false;
       }
+      // A full Redis refuses XGROUP CREATE before it looks whether the group exists; reading and acknowledging
+      // still work, and a consumer that can read can finish entries and so free memory.
+      if (e.getMessage() != null && e.getMessage().startsWith("OOM ") && groupExists(streamKey)) {
+        return false;
+      }
       throw AclErrors.direct(e, "XGROUP|CREATE", List.of(streamKey));
+    }
+  }
+
+  private boolean groupExists(String streamKey) {
+    try {
+      return commands.xinfoGroups(streamKey).stream().anyMatch(g -> g.getName().equals(groupName));
+    } catch (JedisDataException e) {
+      return false; // no such stream: the group does not exist either
     }
   }
 

@@ -89,7 +89,7 @@ public final class DefaultRelay implements Relay {
     this.leaseKeeper = new LeaseKeeper(config, leases, streams, owned, this::autocommit, renewer, failures::notify);
     leaseKeeper.onLost(health::leaseLost);
     this.publisher = new ShardPublisher(config, streams, leases, outbox, faults, maintenance, owned,
-        this::autocommit, leaseKeeper::lost, failures::notify);
+        this::autocommit, leaseKeeper::lost, failures::notify, health.memory());
     leaseKeeper.publisher(publisher);
   }
 

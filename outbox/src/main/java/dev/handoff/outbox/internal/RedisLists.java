@@ -88,6 +88,11 @@ final class RedisLists implements RedisTransport {
 
   /** Lists are never trimmed (consumers remove what they finish); this only reports the watermark. */
   @Override
+  public long[] memory() {
+    return RedisMemory.figures(redis);
+  }
+
+  @Override
   public TrimResult trim(String key, String relayKey, StreamId noGroupFloor, int limit) {
     List<?> reply = (List<?>) RedisStreams.run(watermark, redis, keys(key, relayKey), List.of());
     long length;

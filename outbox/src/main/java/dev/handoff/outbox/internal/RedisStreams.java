@@ -120,6 +120,11 @@ final class RedisStreams implements RedisTransport {
 
   /** Trims below the lowest ID any consumer group still needs; {@code noGroupFloor} applies when there is none. */
   @Override
+  public long[] memory() {
+    return RedisMemory.figures(redis);
+  }
+
+  @Override
   public TrimResult trim(String streamKey, String relayKey, StreamId noGroupFloor, int limit) {
     StreamTrimScript.Result r = StreamTrimScript.run(redis, streamKey, noGroupFloor, limit,
         StreamTrimScript.Mode.APPROX);

@@ -77,6 +77,9 @@ interface RedisTransport {
     return StreamId.ZERO;
   }
 
+  /** {@code used_memory} and {@code maxmemory} of the server ({@code INFO memory}); -1 for what is unknown. */
+  long[] memory();
+
   /** Trims what every consumer finished, and reports the watermark; {@code noGroupFloor} is the retention cut. */
   TrimResult trim(String key, String relayKey, StreamId noGroupFloor, int limit);
 }

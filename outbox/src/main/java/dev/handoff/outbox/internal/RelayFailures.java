@@ -26,6 +26,8 @@ final class RelayFailures {
   private final RelayHealth health;
   private final RelayFaults faults;
   private long backoffMillis = FIRST_BACKOFF_MILLIS;
+  /** Whether the current run of failed cycles has said that Redis is full: one WARN per episode, not per retry. */
+  private boolean saidFull;
 
   RelayFailures(RelayConfig config, RelayHealth health, RelayFaults faults) {
     this.config = config;
@@ -36,6 +38,10 @@ final class RelayFailures {
 
   /** A cycle succeeded: the next failure pauses briefly again. */
   void cycleSucceeded() {
+    if (saidFull) {
+      log.info("relay {}: Redis accepts entries again; publishing resumed", config.owner());
+      saidFull = false;
+    }
     backoffMillis = FIRST_BACKOFF_MILLIS;
     health.cycleSucceeded();
   }
@@ -46,13 +52,23 @@ final class RelayFailures {
    */
   boolean cycleFailed(Throwable e, Runnable forgetProgress) {
     long pause = backoffMillis;
-    if (e instanceof SQLException || e instanceof JedisException) {
+    health.cycleFailed(e);
+    RedisMemory.Full full = health.fullEpisode();
+    if (full != null) {
+      if (!saidFull) {
+        log.warn("relay {}: Redis is full (maxmemory with noeviction) and refuses new entries: {}. Publishing waits"
+            + " until consumer groups finish entries and the relay trims them (retrying, this is said once per"
+            + " episode)", config.owner(), full.describe());
+        saidFull = true;
+      } else {
+        log.debug("relay {}: Redis still full, retrying in {} ms: {}", config.owner(), pause, full.describe());
+      }
+    } else if (e instanceof SQLException || e instanceof JedisException) {
       log.warn("relay {} cycle failed, retrying in {} ms: {}", config.owner(), pause, e.toString());
     } else {
       // A bug or an Error must not end the relay silently while it still says RUNNING: the whole trace.
       log.error("relay {} cycle failed unexpectedly, retrying in {} ms", config.owner(), pause, e);
     }
-    health.cycleFailed(e);
     notify(() -> listener.failed(e));
     notify(() -> faults.afterFailedCycle(e, Duration.ofMillis(pause)));
     forgetProgress.run();

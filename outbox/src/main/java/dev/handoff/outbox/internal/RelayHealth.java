@@ -43,6 +43,7 @@ final class RelayHealth {
   private volatile String backlogTooOld;
   private volatile String lastLeaseLost;
   private volatile long lastLeaseLostNanos;
+  private final RedisMemory memory = new RedisMemory();
 
   RelayHealth(RelayConfig config) {
     this.config = config;
@@ -62,7 +63,13 @@ final class RelayHealth {
     this.leaseLostWindowNanos = Math.max(config.leaseTtl().toNanos() * 2, LEASE_LOST_WINDOW.toNanos());
   }
 
+  /** What the relay saw of Redis being full, which the publish cycle records. */
+  RedisMemory memory() {
+    return memory;
+  }
+
   void cycleSucceeded() {
+    memory.cleared();
     if (failure != null) {
       failure = null;
       failingSince = null;
@@ -123,7 +130,13 @@ final class RelayHealth {
     }
     List<Health.Reason> reasons = new ArrayList<>();
     Throwable f = failure;
-    if (f != null) {
+    RedisMemory.Full full = memory.current();
+    if (f != null && full != null && RedisMemory.isOutOfMemory(f)) {
+      reasons.add(new Health.Reason("redis-full", relay + ": Redis is full (maxmemory with noeviction) and refuses"
+          + " new entries: " + full.describe() + "; " + failuresInRow + " cycle(s) in a row refused since "
+          + full.since() + ". It publishes again as soon as the consumer groups finish entries and the relay trims"
+          + " them; if no group makes progress, start consumers or raise maxmemory"));
+    } else if (f != null) {
       reasons.add(new Health.Reason(failureCode(f), relay + ": " + failuresInRow + " cycle(s) in a row failed since "
           + failingSince + ", the last with " + oneLine(f)));
     }
@@ -147,7 +160,16 @@ final class RelayHealth {
     return Health.of(reasons);
   }
 
+  /** The episode of Redis being full that the last failed cycle is part of, or null. */
+  RedisMemory.Full fullEpisode() {
+    Throwable f = failure;
+    return f != null && RedisMemory.isOutOfMemory(f) ? memory.current() : null;
+  }
+
   private static String failureCode(Throwable f) {
+    if (RedisMemory.isOutOfMemory(f)) {
+      return "redis-full";
+    }
     for (Throwable t = f; t != null; t = t.getCause() == t ? null : t.getCause()) {
       if (t instanceof JedisException) {
         return "redis-unreachable";

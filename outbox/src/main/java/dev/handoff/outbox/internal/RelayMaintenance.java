@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import redis.clients.jedis.exceptions.JedisException;
 
 /**
  * The relay's retention work: trimming streams to what every group finished, storing that point as the shard's
@@ -276,6 +277,49 @@ final class RelayMaintenance {
         return;
       }
     }
+  }
+
+  /**
+   * When Redis refused a write because it is full: trims every owned stream to what its groups finished, however
+   * little it gained since its last trim, in bounded calls for at most one maintenance slice, and records the
+   * episode's figures in {@code memory}. The trim script only reads and deletes, which Redis still runs when full.
+   */
+  void trimWhenFull(Collection<OwnedShard> shards, RedisMemory memory) {
+    long end = System.nanoTime() + SLICE_NANOS;
+    long length = 0;
+    long evictedAll = 0;
+    boolean streams = config.transport() == Transport.STREAM && config.trimStreams();
+    for (OwnedShard o : shards) {
+      if (!streams) {
+        break;
+      }
+      long evicted = 0;
+      RedisTransport.TrimResult t;
+      try {
+        // Until a call frees nothing: an approximate trim evicts whole nodes, often fewer than its limit, and what is
+        // left may still be finished.
+        do {
+          t = transport.trim(o.streamKey, o.relayKey, noGroupFloor(), config.trimLimit());
+          evicted += t.evicted();
+        } while (t.evicted() > 0 && System.nanoTime() < end);
+      } catch (JedisException e) {
+        // The cycle fails with Redis being full, which is what it reports; the next cycle trims again.
+        log.debug("relay {}: trimming {} while Redis is full failed: {}", config.owner(), o.id, e.toString());
+        break;
+      }
+      o.sinceTrim = 0;
+      if (!t.minId().isEmpty()) {
+        o.trimPoint = StreamId.parse(t.minId());
+      }
+      length += t.length();
+      evictedAll += evicted;
+      reportTrim(o.id, t.minId(), evicted);
+      if (System.nanoTime() >= end) {
+        break;
+      }
+    }
+    long[] figures = transport.memory();
+    memory.seen(figures[0], figures[1], streams ? length : -1, evictedAll);
   }
 
   private void reportTrim(ShardId shard, String minId, long evicted) {

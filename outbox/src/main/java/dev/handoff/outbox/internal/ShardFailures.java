@@ -54,6 +54,11 @@ final class ShardFailures {
     return first;
   }
 
+  /** Whether a shard failed because Redis is full (at maxmemory, refusing writes). */
+  boolean outOfMemory() {
+    return first != null && RedisMemory.isOutOfMemory(first);
+  }
+
   /** Whether a step of {@code o} failed in this cycle. */
   boolean failed(OwnedShard o) {
     return failed.contains(o);

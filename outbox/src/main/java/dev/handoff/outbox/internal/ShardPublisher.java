@@ -42,12 +42,13 @@ final class ShardPublisher {
   private final Connections connections;
   private final BiConsumer<OwnedShard, String> lostHandler;
   private final Consumer<Runnable> notifier;
+  private final RedisMemory memory;
   /** Set by each cycle of {@link #publishOwned}: whether the next cycle should start without waiting. */
   private boolean mayHaveMore;
 
   ShardPublisher(RelayConfig config, RedisTransport streams, LeaseQueries leases, OutboxQueries outbox,
       RelayFaults faults, RelayMaintenance maintenance, Map<ShardId, OwnedShard> owned, Connections connections,
-      BiConsumer<OwnedShard, String> lostHandler, Consumer<Runnable> notifier) {
+      BiConsumer<OwnedShard, String> lostHandler, Consumer<Runnable> notifier, RedisMemory memory) {
     this.config = config;
     this.listener = config.listener();
     this.streams = streams;
@@ -61,6 +62,7 @@ final class ShardPublisher {
     this.connections = connections;
     this.lostHandler = lostHandler;
     this.notifier = notifier;
+    this.memory = memory;
   }
 
   /** Whether the last cycle left work that may be waiting (a full batch, a re-send, a loss). */
@@ -147,7 +149,13 @@ final class ShardPublisher {
         published += marks.markAll(c, written);
       }
     }
-    maintenance.trimAfterPublish(owned.values().stream().filter(o -> !failures.failed(o)).toList());
+    if (failures.outOfMemory()) {
+      // Redis refuses writes until something is freed, and deletions still run: free what every group finished
+      // now, whatever the maintenance schedule, or a full Redis never drains by itself.
+      maintenance.trimWhenFull(owned.values(), memory);
+    } else {
+      maintenance.trimAfterPublish(owned.values().stream().filter(o -> !failures.failed(o)).toList());
+    }
     failures.rethrow();
     return new RelayCycle(owned.size(), assigned, published, republished);
   }

@@ -71,6 +71,9 @@ public final class RelayMetrics implements RelayListener {
     DefaultRelay relay = create.apply(withListener(config, metrics));
     Gauge.builder("handoff.relay.leases.owned", relay, r -> r.ownedShards().size())
         .description("shards this relay holds a lease on").register(registry);
+    Gauge.builder("handoff.relay.redis.full", relay, r -> r.health().has("redis-full") ? 1 : 0)
+        .description("1 while Redis refuses the relay's writes because it is full (maxmemory, noeviction)")
+        .register(registry);
     for (TopicConfig t : config.topics()) {
       for (int s = 0; s < t.shards(); s++) {
         ShardId id = new ShardId(t.name(), s);

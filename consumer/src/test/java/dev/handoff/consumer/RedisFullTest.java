@@ -1,0 +1,170 @@
+package dev.handoff.consumer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
+
+import ch.qos.logback.classic.Level;
+import dev.handoff.consumer.testkit.ConsumerTestKit;
+import dev.handoff.outbox.Health;
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.TopicConfig;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.LogCapture;
+import dev.handoff.testing.RestartableRedis;
+import dev.handoff.testing.TestEnvironment;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.RedisClient;
+
+/**
+ * Redis at its {@code maxmemory} with {@code noeviction}, the setting of every queue deployment, on a private
+ * server: it refuses the relay's new entries, while reading, acknowledging and deleting still run. Nothing an
+ * operator does is needed for it to drain: the consumers finish what the streams hold, the relay trims it on its
+ * next refused cycle, and publishing resumes.
+ */
+@HandoffTest
+class RedisFullTest {
+
+  /**
+   * Room above what the empty server uses: about 30,000 entries of the payloads below, and several times the
+   * request of one full batch (1,000 rows), which Redis counts against maxmemory while it runs the script.
+   */
+  private static final long HEADROOM_BYTES = 8_000_000;
+  private static final String PAYLOAD = "{\"cents\":1250,\"note\":\"" + "x".repeat(120) + "\"}";
+  /** The bound the docs state for a full Redis to drain once consumers run; a deadline here, not a timing claim. */
+  private static final Duration DRAIN_BOUND = Duration.ofSeconds(120);
+
+  private final TestEnvironment env;
+
+  RedisFullTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  @Test
+  void aGroupWithABacklogReadsAndAcknowledgesWhileRedisIsFullAndTheRelayTrimsWhatItFinished() throws Exception {
+    RestartableRedis server = env.privateRedis();
+    RedisClient redis = env.newRedisClient(server.uri());
+    Fixture f = new Fixture(env, "full-backlog", redis, server.uri());
+    f.createGroupAtStart("g");
+    capMemory(redis);
+    int total = 40_000;
+    append(f.topic, total);
+    try (Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of(f.topic)).build()) {
+      Throwable refused = null;
+      for (int i = 0; i < 1_000 && refused == null; i++) {
+        refused = catchThrowable(relay::relayOnce);
+      }
+      assertThat(refused).as("the relay's write refused").isNotNull().hasMessageStartingWith("OOM ");
+      long inStream = redis.xlen(f.streamKey());
+      assertThat(inStream).as("entries Redis took before it was full").isPositive().isLessThan(total);
+      assertThat(published(f.topic)).isEqualTo(inStream);
+
+      // Built and run while Redis is full: it creates nothing, and reads and acknowledges the whole backlog.
+      try (StreamConsumer consumer = f.consumer("g").batchSize(500).build()) {
+        long handled = 0;
+        for (int i = 0; i < 1_000; i++) {
+          PollResult r = consumer.pollOnce();
+          handled += r.handled();
+          if (r.isEmpty()) {
+            break;
+          }
+        }
+        assertThat(handled).isEqualTo(inStream);
+        assertThat(f.pendingTotal("g")).isZero();
+        assertThat(redis.xlen(f.streamKey())).as("nothing trimmed by the consumer").isEqualTo(inStream);
+
+        // The relay's next cycle is refused again and frees what the group finished: whole stream nodes, so at
+        // most one node's entries stay (100 by Redis's default stream-node-max-entries).
+        assertThat(catchThrowable(relay::relayOnce)).hasMessageStartingWith("OOM ");
+        assertThat(redis.xlen(f.streamKey())).as("entries left after the trim").isLessThanOrEqualTo(100);
+
+        // Publishing resumes, and every payment is handled once.
+        for (int i = 0; i < 1_000 && unpublished(f.topic) > 0; i++) {
+          relay.relayOnce();
+          consumer.pollOnce();
+        }
+        assertThat(unpublished(f.topic)).isZero();
+        for (int i = 0; i < 1_000 && !consumer.pollOnce().isEmpty(); i++) {
+          // drains what the last cycles published
+        }
+      }
+      assertThat(f.effectCount("g")).isEqualTo(total);
+      assertThat(f.doubleEffects("g")).isZero();
+      assertThat(f.pendingTotal("g")).isZero();
+    }
+  }
+
+  @Test
+  void aFullRedisWithItsConsumersDownDrainsByItselfOnceTheyStartAndHealthSaysWhatItIs() throws Exception {
+    RestartableRedis server = env.privateRedis();
+    RedisClient redis = env.newRedisClient(server.uri());
+    Fixture f = new Fixture(env, "full-drains", redis, server.uri());
+    f.createGroupAtStart("ledger");
+    capMemory(redis);
+    int total = 60_000;
+    try (LogCapture log = LogCapture.start(Level.INFO);
+        Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+            .topic(TopicConfig.of(f.topic)).idlePollInterval(Duration.ofMillis(50)).build()) {
+      relay.start();
+      append(f.topic, total);
+      ConsumerTestKit.await("the relay reports redis-full", DRAIN_BOUND, () -> relay.health().has("redis-full"));
+      Health full = relay.health();
+      assertThat(full.status()).isEqualTo(Health.Status.DEGRADED);
+      assertThat(full.reasons()).extracting(Health.Reason::code).containsExactly("redis-full");
+      assertThat(full.reasons().get(0).message()).contains("used_memory ", "of maxmemory ",
+          "entries that some group has not finished", "cycle(s) in a row refused since");
+      assertThat(unpublished(f.topic)).as("rows waiting while Redis is full").isPositive();
+
+      // Two consumers start; nobody trims by hand.
+      try (StreamConsumer c1 = f.consumer("ledger").consumerName("c1").batchSize(200).build();
+          StreamConsumer c2 = f.consumer("ledger").consumerName("c2").batchSize(200).build()) {
+        c1.start();
+        c2.start();
+        ConsumerTestKit.await("every payment charged", DRAIN_BOUND,
+            () -> unpublished(f.topic) == 0 && f.effectCount("ledger") == total);
+        ConsumerTestKit.await("relay health UP", DRAIN_BOUND, () -> relay.health().status() == Health.Status.UP);
+        ConsumerTestKit.awaitDrained(c1, DRAIN_BOUND);
+        ConsumerTestKit.awaitDrained(c2, DRAIN_BOUND);
+      }
+      assertThat(f.effectCount("ledger")).isEqualTo(total);
+      assertThat(f.doubleEffects("ledger")).isZero();
+      assertThat(f.pendingTotal("ledger")).isZero();
+      assertThat(redis.xinfoStream(f.streamKey()).getStreamInfo().get("entries-added"))
+          .as("entries ever added: one per outbox row").isEqualTo((long) total);
+      // One WARN per episode of a full Redis (not one per refused cycle), each ended by one INFO line.
+      List<String> warned = log.lines().stream().filter(w -> w.contains("Redis is full")).toList();
+      List<String> resumed = log.lines().stream().filter(w -> w.contains("Redis accepts entries again")).toList();
+      assertThat(warned).isNotEmpty().allMatch(w -> w.startsWith("WARN "));
+      assertThat(resumed).hasSameSizeAs(warned).allMatch(w -> w.startsWith("INFO "));
+      assertThat(log.warnings()).noneMatch(w -> w.contains("cycle failed"));
+    }
+  }
+
+  /** Caps the server at what it uses now plus {@link #HEADROOM_BYTES}, refusing writes past it. */
+  private static void capMemory(RedisClient redis) {
+    long used = 0;
+    for (String line : redis.info("memory").split("\r?\n")) {
+      if (line.startsWith("used_memory:")) {
+        used = Long.parseLong(line.substring("used_memory:".length()).trim());
+      }
+    }
+    redis.configSet("maxmemory-policy", "noeviction");
+    redis.configSet("maxmemory", Long.toString(used + HEADROOM_BYTES));
+  }
+
+  private void append(String topic, int n) throws Exception {
+    for (int done = 0; done < n; done += 1_000) {
+      TransportSide.append(env, topic, Math.min(1_000, n - done), i -> PAYLOAD);
+    }
+  }
+
+  private long published(String topic) {
+    return env.queryLong("SELECT count(*) FROM outbox WHERE published_at IS NOT NULL AND topic = ?", topic);
+  }
+
+  private long unpublished(String topic) {
+    return env.queryLong("SELECT count(*) FROM outbox WHERE published_at IS NULL AND topic = ?", topic);
+  }
+}
