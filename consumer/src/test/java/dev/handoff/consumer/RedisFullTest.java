@@ -3,7 +3,6 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
-import ch.qos.logback.classic.Level;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.Health;
 import dev.handoff.outbox.Relay;
@@ -97,6 +96,26 @@ class RedisFullTest {
   }
 
   @Test
+  void aConsumerStartedWhileRedisIsFullCreatesNothingAndReadsAndAcknowledges() throws Exception {
+    RestartableRedis server = env.privateRedis();
+    RedisClient redis = env.newRedisClient(server.uri());
+    Fixture f = new Fixture(env, "full-start", redis, server.uri());
+    f.createGroupAtStart("g");
+    f.publishMany(50);
+    // Far below what the server uses: every command that may need memory is refused from here on.
+    redis.configSet("maxmemory-policy", "noeviction");
+    redis.configSet("maxmemory", "1mb");
+    assertThat(catchThrowable(() -> redis.xgroupCreate(f.streamKey(), "g", null, false)))
+        .as("XGROUP CREATE of the existing group").hasMessageStartingWith("OOM ");
+    try (StreamConsumer consumer = f.consumer("g").build()) {
+      assertThat(consumer.pollOnce().handled()).isEqualTo(50);
+      assertThat(consumer.pollOnce().isEmpty()).isTrue();
+    }
+    assertThat(f.effectCount("g")).isEqualTo(50);
+    assertThat(f.pendingTotal("g")).isZero();
+  }
+
+  @Test
   void aFullRedisWithItsConsumersDownDrainsByItselfOnceTheyStartAndHealthSaysWhatItIs() throws Exception {
     RestartableRedis server = env.privateRedis();
     RedisClient redis = env.newRedisClient(server.uri());
@@ -104,7 +123,7 @@ class RedisFullTest {
     f.createGroupAtStart("ledger");
     capMemory(redis);
     int total = 60_000;
-    try (LogCapture log = LogCapture.start(Level.INFO);
+    try (LogCapture log = LogCapture.startWithInfo();
         Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
             .topic(TopicConfig.of(f.topic)).idlePollInterval(Duration.ofMillis(50)).build()) {
       relay.start();

@@ -42,8 +42,12 @@ public final class LogCapture implements AutoCloseable {
     return start(Level.WARN);
   }
 
-  /** Starts collecting the events at {@code threshold} and above (INFO to also see what a WARN is followed by). */
-  public static LogCapture start(Level threshold) {
+  /** Starts collecting INFO events too: what a WARN is followed by (see {@link #lines()}). */
+  public static LogCapture startWithInfo() {
+    return start(Level.INFO);
+  }
+
+  private static LogCapture start(Level threshold) {
     LogCapture capture = new LogCapture(threshold);
     capture.appender.setContext(capture.root.getLoggerContext());
     capture.appender.setName("handoff-log-capture");
