@@ -4,17 +4,25 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import dev.handoff.consumer.testkit.ConsumerTestKit;
+import dev.handoff.outbox.CapacityPolicy;
 import dev.handoff.outbox.Health;
+import dev.handoff.outbox.ListFormat;
+import dev.handoff.outbox.Message;
+import dev.handoff.outbox.Outbox;
+import dev.handoff.outbox.OutboxFullException;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.LogCapture;
 import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;
+import java.sql.Connection;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.args.ListDirection;
 
 /**
  * Redis at its {@code maxmemory} with {@code noeviction}, the setting of every queue deployment, on a private
@@ -159,6 +167,130 @@ class RedisFullTest {
       assertThat(resumed).hasSameSizeAs(warned).allMatch(w -> w.startsWith("INFO "));
       assertThat(log.warnings()).noneMatch(w -> w.contains("cycle failed"));
     }
+  }
+
+  @Test
+  void withACapacityPolicyAFullRedisBecomesABoundedWaitThenOutboxFullExceptionAndNothingAcceptedIsLost()
+      throws Exception {
+    RestartableRedis server = env.privateRedis();
+    RedisClient redis = env.newRedisClient(server.uri());
+    Fixture f = new Fixture(env, "full-capacity", redis, server.uri());
+    f.createGroupAtStart("g");
+    capMemory(redis);
+    long capacity = 5_000;
+    Duration deadline = Duration.ofMillis(500);
+    Outbox outbox = Outbox.builder().schema(env.schema())
+        .topic(TopicConfig.of(f.topic).withCapacity(CapacityPolicy.waitUpTo(capacity, deadline))).build();
+    List<String> accepted = new ArrayList<>();
+    List<String> refused = new ArrayList<>();
+    List<Long> waitedMillis = new ArrayList<>();
+    try (Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of(f.topic)).idlePollInterval(Duration.ofMillis(50)).build()) {
+      relay.start();
+      // Producers append 500 payments a transaction until the outbox refuses; then three more attempts.
+      for (int batch = 0; batch < 400 && refused.size() < 3 * 500; batch++) {
+        List<String> keys = new ArrayList<>();
+        List<Message> messages = new ArrayList<>();
+        for (int i = 0; i < 500; i++) {
+          String key = "pay-" + batch + "-" + i;
+          keys.add(key);
+          messages.add(Message.builder(f.topic, "payment.created").key(key).payload(PAYLOAD).build());
+        }
+        long start = System.nanoTime();
+        try (Connection tx = env.dataSource().getConnection()) {
+          tx.setAutoCommit(false);
+          try {
+            outbox.appendAll(tx, messages);
+            tx.commit();
+            accepted.addAll(keys);
+          } catch (OutboxFullException e) {
+            assertThat(e.topic()).isEqualTo(f.topic);
+            tx.rollback();
+            refused.addAll(keys);
+            waitedMillis.add(Duration.ofNanos(System.nanoTime() - start).toMillis());
+          }
+        }
+      }
+      assertThat(refused).as("payments refused").hasSize(3 * 500);
+      assertThat(relay.health().has("redis-full")).as("the relay is held by a full Redis").isTrue();
+      System.out.println("capacity " + capacity + ", deadline " + deadline + ": accepted " + accepted.size()
+          + ", refused appends waited " + waitedMillis + " ms");
+      assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE topic = ? AND message_key = ANY (?)", f.topic,
+          (Object) refused.toArray(String[]::new))).as("refused payments in the outbox").isZero();
+
+      try (StreamConsumer consumer = f.consumer("g").batchSize(500).build()) {
+        consumer.start();
+        ConsumerTestKit.await("every accepted payment handled", DRAIN_BOUND,
+            () -> unpublished(f.topic) == 0 && f.effectCount("g") == accepted.size());
+        ConsumerTestKit.awaitDrained(consumer, DRAIN_BOUND);
+      }
+    }
+    assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE topic = ?", f.topic)).isEqualTo(accepted.size());
+    assertThat(f.effectCount("g")).isEqualTo(accepted.size());
+    assertThat(f.doubleEffects("g")).isZero();
+    assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE topic = ? AND message_key = ANY (?)", f.topic,
+        (Object) refused.toArray(String[]::new))).isZero();
+  }
+
+  @Test
+  void onListsAConsumerTakesHandlesAndAcknowledgesWhileRedisIsOverItsLimit() throws Exception {
+    RestartableRedis server = env.privateRedis();
+    RedisClient redis = env.newRedisClient(server.uri());
+    Fixture f = new Fixture(env, "full-list-take", redis, server.uri());
+    TransportSide.append(env, f.topic, 50, i -> PAYLOAD);
+    try (Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of(f.topic)).listTransport(1_000).build()) {
+      TransportSide.publishAll(env, relay);
+    }
+    String list = ListFormat.listKey(env.keyPrefix(), f.topic, 0);
+    // Far below what the server uses: every command that may need memory is refused from here on.
+    redis.configSet("maxmemory-policy", "noeviction");
+    redis.configSet("maxmemory", "1mb");
+    assertThat(catchThrowable(() -> redis.lmove(list, list + ":probe", ListDirection.LEFT, ListDirection.RIGHT)))
+        .as("LMOVE sent on its own").hasMessageStartingWith("OOM ");
+    try (ListConsumer consumer = TransportSide.listConsumer(env, f, "g").consumerName("c").handler(f.effect("g", null))
+        .build()) {
+      long handled = 0;
+      for (int i = 0; i < 100 && handled < 50; i++) {
+        handled += consumer.pollOnce().handled();
+      }
+      assertThat(handled).isEqualTo(50);
+    }
+    assertThat(redis.llen(list)).isZero();
+    assertThat(redis.llen(ListFormat.processingKey(list, "c-0"))).isZero();
+    assertThat(f.effectCount("g")).isEqualTo(50);
+  }
+
+  @Test
+  void onListsAFullRedisWithItsConsumersDownDrainsByItselfOnceTheyStart() throws Exception {
+    RestartableRedis server = env.privateRedis();
+    RedisClient redis = env.newRedisClient(server.uri());
+    Fixture f = new Fixture(env, "full-lists", redis, server.uri());
+    capMemory(redis);
+    int total = 60_000;
+    try (Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of(f.topic)).listTransport(1_000_000).idlePollInterval(Duration.ofMillis(50)).build()) {
+      relay.start();
+      append(f.topic, total);
+      ConsumerTestKit.await("the relay reports redis-full", DRAIN_BOUND, () -> relay.health().has("redis-full"));
+      assertThat(relay.health().reasons().get(0).message()).contains("used_memory ", "its lists hold");
+      assertThat(unpublished(f.topic)).as("rows waiting while Redis is full").isPositive();
+      // Consumers that start now take (BLMOVE is refused when full; the take script runs), handle, acknowledge.
+      try (ListConsumer c1 = TransportSide.listConsumer(env, f, "g").consumerName("c1").batchSize(200)
+              .handler(f.effect("g", null)).build();
+          ListConsumer c2 = TransportSide.listConsumer(env, f, "g").consumerName("c2").batchSize(200)
+              .handler(f.effect("g", null)).build()) {
+        c1.start();
+        c2.start();
+        ConsumerTestKit.await("every payment charged", DRAIN_BOUND,
+            () -> unpublished(f.topic) == 0 && f.effectCount("g") == total);
+        ConsumerTestKit.await("relay health UP", DRAIN_BOUND, () -> relay.health().status() == Health.Status.UP);
+        ConsumerTestKit.await("lists drained", DRAIN_BOUND, () -> c1.status().drained() && c2.status().drained());
+      }
+    }
+    assertThat(f.effectCount("g")).isEqualTo(total);
+    assertThat(f.doubleEffects("g")).isZero();
+    assertThat(redis.llen(ListFormat.listKey(env.keyPrefix(), f.topic, 0))).isZero();
   }
 
   /** Caps the server at what it uses now plus {@link #HEADROOM_BYTES}, refusing writes past it. */

@@ -13,7 +13,23 @@ import java.util.Objects;
  */
 public sealed interface CapacityPolicy {
 
-  /** No bound (the default): the outbox absorbs any backlog. */
+  /** The most unpublished rows a topic holds under {@link #standard()}. */
+  long STANDARD_MAX_UNPUBLISHED = 1_000_000;
+
+  /** How long an append waits under {@link #standard()} before it throws {@link OutboxFullException}. */
+  Duration STANDARD_DEADLINE = Duration.ofSeconds(1);
+
+  /**
+   * The default of every topic: {@code waitUpTo(1_000_000, 1 s)}. An unbounded outbox would hide an overload (a
+   * relay down, a Redis full) behind a table that grows for as long as it lasts; this bound is far above any backlog
+   * a healthy deployment builds, and when it is reached producers slow down for a second and then hear of it.
+   * Choose your own bound, or {@link #unlimited()}, per topic with {@link TopicConfig#withCapacity}.
+   */
+  static CapacityPolicy standard() {
+    return new Wait(STANDARD_MAX_UNPUBLISHED, STANDARD_DEADLINE);
+  }
+
+  /** No bound: the outbox absorbs any backlog, and an overload shows only as a growing depth. */
   static CapacityPolicy unlimited() {
     return Unlimited.INSTANCE;
   }

@@ -53,7 +53,10 @@ public final class OutboxBuilder {
     return this;
   }
 
-  /** Settings for one topic (shards, capacity). Topics not configured get one shard and no bound. */
+  /**
+   * Settings for one topic (shards, capacity). Topics not configured get one shard and the
+   * {@link CapacityPolicy#standard() standard} capacity.
+   */
   public OutboxBuilder topic(TopicConfig topic) {
     Objects.requireNonNull(topic, "topic");
     topics.put(topic.name(), topic);

@@ -10,7 +10,8 @@ import java.util.regex.Pattern;
  *     letter or digit; it becomes part of Redis keys and never contains the hash-tag braces
  * @param shards the number of streams the topic is split into (default 1); messages with the same key always go to
  *     the same shard, which is what keeps their order
- * @param capacity what an append does when the topic's backlog is full (default unlimited)
+ * @param capacity what an append does when the topic's backlog is full (default {@link CapacityPolicy#standard()}:
+ *     wait up to 1 s once 1,000,000 rows are unpublished, then {@link OutboxFullException})
  */
 public record TopicConfig(String name, int shards, CapacityPolicy capacity) {
 
@@ -29,9 +30,9 @@ public record TopicConfig(String name, int shards, CapacityPolicy capacity) {
     Objects.requireNonNull(capacity, "capacity");
   }
 
-  /** One shard, unlimited capacity. */
+  /** One shard, the {@link CapacityPolicy#standard() standard} capacity. */
   public static TopicConfig of(String name) {
-    return new TopicConfig(name, 1, CapacityPolicy.unlimited());
+    return new TopicConfig(name, 1, CapacityPolicy.standard());
   }
 
   public TopicConfig withShards(int shards) {

@@ -49,12 +49,14 @@ class RelayDefaultsTest {
   }
 
   @Test
-  void topicCapacityDefaultsToUnlimited() {
-    assertThat(TopicConfig.of("defaults").capacity()).isSameAs(CapacityPolicy.unlimited());
+  void topicCapacityDefaultsToAOneSecondWaitPastAMillionUnpublishedRows() {
+    CapacityPolicy standard = CapacityPolicy.waitUpTo(1_000_000, java.time.Duration.ofSeconds(1));
+    assertThat(CapacityPolicy.standard()).isEqualTo(standard);
+    assertThat(TopicConfig.of("defaults").capacity()).isEqualTo(standard);
     assertThat(relayDefaults().topics()).singleElement()
-        .satisfies(topic -> assertThat(topic.capacity()).isSameAs(CapacityPolicy.unlimited()));
+        .satisfies(topic -> assertThat(topic.capacity()).isEqualTo(standard));
     TopicConfig unconfigured = Outbox.builder().build().config().topic("unconfigured");
     assertThat(unconfigured.shards()).isEqualTo(1);
-    assertThat(unconfigured.capacity()).isSameAs(CapacityPolicy.unlimited());
+    assertThat(unconfigured.capacity()).isEqualTo(standard);
   }
 }

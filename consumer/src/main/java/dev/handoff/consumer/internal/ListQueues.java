@@ -15,6 +15,7 @@ import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.args.ListDirection;
+import redis.clients.jedis.exceptions.JedisDataException;
 
 /**
  * Every Redis command of the list consumer, and its only contact with Jedis. Like {@link RedisGroups}: one pool of
@@ -38,7 +39,9 @@ public final class ListQueues implements AutoCloseable {
   public record Holder(String processingKey, long length, boolean alive, String oldestId) {}
 
   // KEYS: list, processing, deliveries. ARGV: n. Moves up to n elements, oldest first, and reads their counts.
-  private static final LuaScript TAKE = ListScripts.of("list-take", """
+  // Declared allow-oom, as are the heartbeat, the delivery count and the reaper: moving elements and keeping this
+  // small bookkeeping is what lets consumers go on, and so free memory, when Redis is full.
+  private static final LuaScript TAKE = ListScripts.runningWhenFull("list-take", """
       local out = {}
       for i = 1, tonumber(ARGV[1]) do
         local e = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
@@ -66,7 +69,7 @@ public final class ListQueues implements AutoCloseable {
 
   // KEYS: processing, deliveries. ARGV: element, message id, ... Counts a delivery that ended without an outcome for
   // each element still held; -1 for one that is gone (the reaper returned it: this consumer was presumed dead).
-  private static final LuaScript COUNT_FAILED = LuaScript.of("list-count-failed", """
+  private static final LuaScript COUNT_FAILED = ListScripts.runningWhenFull("list-count-failed", """
       local out = {}
       for i = 1, #ARGV, 2 do
         if not redis.call('LPOS', KEYS[1], ARGV[i]) then
@@ -80,7 +83,7 @@ public final class ListQueues implements AutoCloseable {
       return out""");
 
   // KEYS: heartbeat key, registry. ARGV: processing key, ttl ms. The registry value is the server time in seconds.
-  private static final LuaScript HEARTBEAT = LuaScript.of("list-heartbeat", """
+  private static final LuaScript HEARTBEAT = ListScripts.runningWhenFull("list-heartbeat", """
       redis.call('SET', KEYS[1], '1', 'PX', ARGV[2])
       redis.call('HSET', KEYS[2], ARGV[1], redis.call('TIME')[1])
       return 1""");
@@ -88,7 +91,7 @@ public final class ListQueues implements AutoCloseable {
   // KEYS: list, registry, deliveries. ARGV: seconds after which a dead, empty registration is forgotten; a processing
   // key to release now whatever its heartbeat ('' for none). Moves every element of each dead consumer's processing
   // list back to the head of the list, keeping their order (RIGHT to LEFT, last first), counting one delivery each.
-  private static final LuaScript REAP = ListScripts.of("list-reap", """
+  private static final LuaScript REAP = ListScripts.runningWhenFull("list-reap", """
       local now = tonumber(redis.call('TIME')[1])
       local returned, consumers = 0, 0
       local entries = redis.call('HGETALL', KEYS[2])
@@ -176,8 +179,17 @@ public final class ListQueues implements AutoCloseable {
 
   /** {@code BLMOVE list processing LEFT RIGHT timeout} on a reader connection; {@code null} on timeout. */
   public Taken blockingTake(String list, String processing, Duration timeout) {
-    byte[] element = AclErrors.call("BLMOVE", List.of(list, processing), () -> readers.blmove(bytes(list),
-        bytes(processing), ListDirection.LEFT, ListDirection.RIGHT, Math.max(0.01, timeout.toMillis() / 1000.0)));
+    byte[] element;
+    try {
+      element = AclErrors.call("BLMOVE", List.of(list, processing), () -> readers.blmove(bytes(list),
+          bytes(processing), ListDirection.LEFT, ListDirection.RIGHT, Math.max(0.01, timeout.toMillis() / 1000.0)));
+    } catch (JedisDataException e) {
+      if (e.getMessage() == null || !e.getMessage().startsWith("OOM ")) {
+        throw e;
+      }
+      // A full Redis refuses BLMOVE (it may need memory) but runs the take script, which moves the same way.
+      return takeWhenFull(list, processing, timeout);
+    }
     if (element == null) {
       return null;
     }
@@ -186,6 +198,19 @@ public final class ListQueues implements AutoCloseable {
     String count = header == null ? null
         : AclErrors.call("HGET", List.of(deliveries), () -> commands.hget(deliveries, header[1]));
     return new Taken(element, count == null ? 0 : Long.parseLong(count));
+  }
+
+  private Taken takeWhenFull(String list, String processing, Duration timeout) {
+    List<Taken> taken = take(list, processing, 1);
+    if (!taken.isEmpty()) {
+      return taken.get(0);
+    }
+    try {
+      Thread.sleep(timeout.toMillis()); // nothing to take: wait as the blocking read would have
+    } catch (InterruptedException ie) {
+      Thread.currentThread().interrupt();
+    }
+    return null;
   }
 
   /** Everything in a processing list, oldest first (a restarted consumer's own unfinished work). */

@@ -11,6 +11,16 @@ public final class ListScripts {
 
   private ListScripts() {}
 
+  /**
+   * Like {@link #of}, for a script that must run when Redis is full ({@code maxmemory} with {@code noeviction}):
+   * declared {@code allow-oom} (Redis 7.0+). Only for scripts that move what a list already holds or keep a
+   * consumer's small bookkeeping: a consumer that can still take and acknowledge elements is what frees a full
+   * Redis. Never for the relay's push, which a full Redis must refuse.
+   */
+  public static LuaScript runningWhenFull(String name, String body) {
+    return LuaScript.of(name, "#!lua flags=allow-oom\n" + HEADER_READER + body);
+  }
+
   /** A list script given as text, named {@code name} in errors, which may call {@code element_header(element)}. */
   public static LuaScript of(String name, String body) {
     return LuaScript.of(name, HEADER_READER + body);

@@ -17,8 +17,12 @@ final class RedisMemory {
   record Full(Instant since, long usedMemory, long maxMemory, long streamsLength, long evicted) {
 
     String describe() {
-      return "used_memory " + bytes(usedMemory) + " of maxmemory " + bytes(maxMemory) + "; its streams hold "
-          + streamsLength + " entries that some group has not finished (trimmed " + evicted + " just now)";
+      String memory = "used_memory " + bytes(usedMemory) + " of maxmemory " + bytes(maxMemory);
+      if (streamsLength < 0) {
+        return memory + "; its lists hold what consumers have not taken or acknowledged, which they free as they go";
+      }
+      return memory + "; its streams hold " + streamsLength + " entries that some group has not finished (trimmed "
+          + evicted + " just now)";
     }
 
     private static String bytes(long n) {
