@@ -34,10 +34,10 @@ import redis.clients.jedis.args.ListDirection;
 class RedisFullTest {
 
   /**
-   * Room above what the empty server uses: about 30,000 entries of the payloads below, and several times the
+   * Room above what the empty server uses: about 18,000 entries of the payloads below, and several times the
    * request of one full batch (1,000 rows), which Redis counts against maxmemory while it runs the script.
    */
-  private static final long HEADROOM_BYTES = 8_000_000;
+  private static final long HEADROOM_BYTES = 5_000_000;
   private static final String PAYLOAD = "{\"cents\":1250,\"note\":\"" + "x".repeat(120) + "\"}";
   /** The bound the docs state for a full Redis to drain once consumers run; a deadline here, not a timing claim. */
   private static final Duration DRAIN_BOUND = Duration.ofSeconds(120);
@@ -55,7 +55,7 @@ class RedisFullTest {
     Fixture f = new Fixture(env, "full-backlog", redis, server.uri());
     f.createGroupAtStart("g");
     capMemory(redis);
-    int total = 40_000;
+    int total = 25_000;
     append(f.topic, total);
     try (Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(f.topic)).build()) {
@@ -130,7 +130,7 @@ class RedisFullTest {
     Fixture f = new Fixture(env, "full-drains", redis, server.uri());
     f.createGroupAtStart("ledger");
     capMemory(redis);
-    int total = 60_000;
+    int total = 40_000;
     try (LogCapture log = LogCapture.startWithInfo();
         Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
             .topic(TopicConfig.of(f.topic)).idlePollInterval(Duration.ofMillis(50)).build()) {
@@ -267,7 +267,7 @@ class RedisFullTest {
     RedisClient redis = env.newRedisClient(server.uri());
     Fixture f = new Fixture(env, "full-lists", redis, server.uri());
     capMemory(redis);
-    int total = 60_000;
+    int total = 40_000;
     try (Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(f.topic)).listTransport(1_000_000).idlePollInterval(Duration.ofMillis(50)).build()) {
       relay.start();
