@@ -16,11 +16,11 @@ class DocumentedSuiteSettingsTest {
   void theForksOrderAndTimeoutTheDocStatesAreTheBuilds() throws IOException {
     String pom = Files.readString(ROOT.resolve("pom.xml"));
     String doc = Files.readString(ROOT.resolve("docs/testing.md"));
-    assertThat(pom).contains("<handoff.test.forks>2</handoff.test.forks>", "<forkCount>${handoff.test.forks}</forkCount>",
+    assertThat(pom).contains("<handoff.test.forks>3</handoff.test.forks>", "<forkCount>${handoff.test.forks}</forkCount>",
         "<handoff.test.runOrder>alphabetical</handoff.test.runOrder>", "<runOrder>${handoff.test.runOrder}</runOrder>",
         "<forkedProcessTimeoutInSeconds>900</forkedProcessTimeoutInSeconds>",
         "<argLine>-Dhandoff.test.fork=${surefire.forkNumber}</argLine>");
-    assertThat(doc).contains("Surefire `forkCount` 2, property `handoff.test.forks`",
+    assertThat(doc).contains("Surefire `forkCount` 3, property `handoff.test.forks`",
         "alphabetical order (`handoff.test.runOrder`)", "after 15 minutes (`forkedProcessTimeoutInSeconds`)",
         "`-Dhandoff.test.fork=${surefire.forkNumber}`", "-Dhandoff.test.runOrder=reversealphabetical");
   }
