@@ -11,6 +11,7 @@ import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.OutboxFullException;
 import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.LogCapture;
@@ -50,15 +51,13 @@ class RedisFullTest {
 
   @Test
   void aGroupWithABacklogReadsAndAcknowledgesWhileRedisIsFullAndTheRelayTrimsWhatItFinished() throws Exception {
-    RestartableRedis server = env.privateRedis();
-    RedisClient redis = env.newRedisClient(server.uri());
-    Fixture f = new Fixture(env, "full-backlog", redis, server.uri());
+    Fixture f = onPrivateRedis("full-backlog");
+    RedisClient redis = f.redis;
     f.createGroupAtStart("g");
     capMemory(redis);
     int total = 25_000;
     append(f.topic, total);
-    try (Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
-        .topic(TopicConfig.of(f.topic)).build()) {
+    try (Relay relay = relay(f).build()) {
       Throwable refused = null;
       for (int i = 0; i < 1_000 && refused == null; i++) {
         refused = catchThrowable(relay::relayOnce);
@@ -105,9 +104,8 @@ class RedisFullTest {
 
   @Test
   void aConsumerStartedWhileRedisIsFullCreatesNothingAndReadsAndAcknowledges() throws Exception {
-    RestartableRedis server = env.privateRedis();
-    RedisClient redis = env.newRedisClient(server.uri());
-    Fixture f = new Fixture(env, "full-start", redis, server.uri());
+    Fixture f = onPrivateRedis("full-start");
+    RedisClient redis = f.redis;
     f.createGroupAtStart("g");
     f.publishMany(50);
     // Far below what the server uses: every command that may need memory is refused from here on.
@@ -125,15 +123,13 @@ class RedisFullTest {
 
   @Test
   void aFullRedisWithItsConsumersDownDrainsByItselfOnceTheyStartAndHealthSaysWhatItIs() throws Exception {
-    RestartableRedis server = env.privateRedis();
-    RedisClient redis = env.newRedisClient(server.uri());
-    Fixture f = new Fixture(env, "full-drains", redis, server.uri());
+    Fixture f = onPrivateRedis("full-drains");
+    RedisClient redis = f.redis;
     f.createGroupAtStart("ledger");
     capMemory(redis);
     int total = 40_000;
     try (LogCapture log = LogCapture.startWithInfo();
-        Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
-            .topic(TopicConfig.of(f.topic)).idlePollInterval(Duration.ofMillis(50)).build()) {
+        Relay relay = relay(f).idlePollInterval(Duration.ofMillis(50)).build()) {
       relay.start();
       append(f.topic, total);
       ConsumerTestKit.await("the relay reports redis-full", DRAIN_BOUND, () -> relay.health().has("redis-full"));
@@ -147,10 +143,13 @@ class RedisFullTest {
       // Two consumers start; nobody trims by hand.
       try (StreamConsumer c1 = f.consumer("ledger").consumerName("c1").batchSize(200).build();
           StreamConsumer c2 = f.consumer("ledger").consumerName("c2").batchSize(200).build()) {
+        long started = System.nanoTime();
         c1.start();
         c2.start();
         ConsumerTestKit.await("every payment charged", DRAIN_BOUND,
             () -> unpublished(f.topic) == 0 && f.effectCount("ledger") == total);
+        System.out.println("streams: " + total + " payments charged " + Duration.ofNanos(System.nanoTime() - started)
+            .toMillis() + " ms after two consumers started on a full Redis");
         ConsumerTestKit.await("relay health UP", DRAIN_BOUND, () -> relay.health().status() == Health.Status.UP);
         ConsumerTestKit.awaitDrained(c1, DRAIN_BOUND);
         ConsumerTestKit.awaitDrained(c2, DRAIN_BOUND);
@@ -172,9 +171,8 @@ class RedisFullTest {
   @Test
   void withACapacityPolicyAFullRedisBecomesABoundedWaitThenOutboxFullExceptionAndNothingAcceptedIsLost()
       throws Exception {
-    RestartableRedis server = env.privateRedis();
-    RedisClient redis = env.newRedisClient(server.uri());
-    Fixture f = new Fixture(env, "full-capacity", redis, server.uri());
+    Fixture f = onPrivateRedis("full-capacity");
+    RedisClient redis = f.redis;
     f.createGroupAtStart("g");
     capMemory(redis);
     long capacity = 5_000;
@@ -184,8 +182,7 @@ class RedisFullTest {
     List<String> accepted = new ArrayList<>();
     List<String> refused = new ArrayList<>();
     List<Long> waitedMillis = new ArrayList<>();
-    try (Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
-        .topic(TopicConfig.of(f.topic)).idlePollInterval(Duration.ofMillis(50)).build()) {
+    try (Relay relay = relay(f).idlePollInterval(Duration.ofMillis(50)).build()) {
       relay.start();
       // Producers append 500 payments a transaction until the outbox refuses; then three more attempts.
       for (int batch = 0; batch < 400 && refused.size() < 3 * 500; batch++) {
@@ -234,12 +231,10 @@ class RedisFullTest {
 
   @Test
   void onListsAConsumerTakesHandlesAndAcknowledgesWhileRedisIsOverItsLimit() throws Exception {
-    RestartableRedis server = env.privateRedis();
-    RedisClient redis = env.newRedisClient(server.uri());
-    Fixture f = new Fixture(env, "full-list-take", redis, server.uri());
+    Fixture f = onPrivateRedis("full-list-take");
+    RedisClient redis = f.redis;
     TransportSide.append(env, f.topic, 50, i -> PAYLOAD);
-    try (Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
-        .topic(TopicConfig.of(f.topic)).listTransport(1_000).build()) {
+    try (Relay relay = relay(f).listTransport(1_000).build()) {
       TransportSide.publishAll(env, relay);
     }
     String list = ListFormat.listKey(env.keyPrefix(), f.topic, 0);
@@ -263,13 +258,11 @@ class RedisFullTest {
 
   @Test
   void onListsAFullRedisWithItsConsumersDownDrainsByItselfOnceTheyStart() throws Exception {
-    RestartableRedis server = env.privateRedis();
-    RedisClient redis = env.newRedisClient(server.uri());
-    Fixture f = new Fixture(env, "full-lists", redis, server.uri());
+    Fixture f = onPrivateRedis("full-lists");
+    RedisClient redis = f.redis;
     capMemory(redis);
     int total = 40_000;
-    try (Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
-        .topic(TopicConfig.of(f.topic)).listTransport(1_000_000).idlePollInterval(Duration.ofMillis(50)).build()) {
+    try (Relay relay = relay(f).listTransport(1_000_000).idlePollInterval(Duration.ofMillis(50)).build()) {
       relay.start();
       append(f.topic, total);
       ConsumerTestKit.await("the relay reports redis-full", DRAIN_BOUND, () -> relay.health().has("redis-full"));
@@ -280,10 +273,13 @@ class RedisFullTest {
               .handler(f.effect("g", null)).build();
           ListConsumer c2 = TransportSide.listConsumer(env, f, "g").consumerName("c2").batchSize(200)
               .handler(f.effect("g", null)).build()) {
+        long started = System.nanoTime();
         c1.start();
         c2.start();
         ConsumerTestKit.await("every payment charged", DRAIN_BOUND,
             () -> unpublished(f.topic) == 0 && f.effectCount("g") == total);
+        System.out.println("lists: " + total + " payments charged " + Duration.ofNanos(System.nanoTime() - started)
+            .toMillis() + " ms after two consumers started on a full Redis");
         ConsumerTestKit.await("relay health UP", DRAIN_BOUND, () -> relay.health().status() == Health.Status.UP);
         ConsumerTestKit.await("lists drained", DRAIN_BOUND, () -> c1.status().drained() && c2.status().drained());
       }
@@ -291,6 +287,17 @@ class RedisFullTest {
     assertThat(f.effectCount("g")).isEqualTo(total);
     assertThat(f.doubleEffects("g")).isZero();
     assertThat(redis.llen(ListFormat.listKey(env.keyPrefix(), f.topic, 0))).isZero();
+  }
+
+  /** A fixture on a Redis server of this test's own, which it may fill. */
+  private Fixture onPrivateRedis(String topic) {
+    RestartableRedis server = env.privateRedis();
+    return new Fixture(env, topic, env.newRedisClient(server.uri()), server.uri());
+  }
+
+  private RelayBuilder relay(Fixture f) {
+    return Relay.builder(env.dataSource(), f.redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of(f.topic));
   }
 
   /** Caps the server at what it uses now plus {@link #HEADROOM_BYTES}, refusing writes past it. */
