@@ -175,40 +175,39 @@ class RedisFullTest {
     RedisClient redis = f.redis;
     f.createGroupAtStart("g");
     capMemory(redis);
-    long capacity = 5_000;
     Duration deadline = Duration.ofMillis(500);
-    Outbox outbox = Outbox.builder().schema(env.schema())
-        .topic(TopicConfig.of(f.topic).withCapacity(CapacityPolicy.waitUpTo(capacity, deadline))).build();
     List<String> accepted = new ArrayList<>();
     List<String> refused = new ArrayList<>();
     List<Long> waitedMillis = new ArrayList<>();
+    long capacity;
     try (Relay relay = relay(f).idlePollInterval(Duration.ofMillis(50)).build()) {
       relay.start();
-      // Producers append 500 payments a transaction until the outbox refuses; then three more attempts.
-      for (int batch = 0; batch < 400 && refused.size() < 3 * 500; batch++) {
-        List<String> keys = new ArrayList<>();
-        List<Message> messages = new ArrayList<>();
-        for (int i = 0; i < 500; i++) {
-          String key = "pay-" + batch + "-" + i;
-          keys.add(key);
-          messages.add(Message.builder(f.topic, "payment.created").key(key).payload(PAYLOAD).build());
+      // First Redis fills (the default bound is far away), so that what follows is the full Redis's doing alone.
+      Outbox standard = Outbox.builder().schema(env.schema()).build();
+      for (int batch = 0; batch < 200 && !relay.health().has("redis-full"); batch++) {
+        accepted.addAll(appendBatch(standard, f.topic, "fill-" + batch));
+        if (batch % 10 == 9) {
+          ConsumerTestKit.await("the relay to catch up", DRAIN_BOUND,
+              () -> unpublished(f.topic) < 2_000 || relay.health().has("redis-full"));
         }
+      }
+      ConsumerTestKit.await("the relay reports redis-full", DRAIN_BOUND, () -> relay.health().has("redis-full"));
+      // Then producers with a bound 2,000 rows above what waits now: four batches of 500 go in, the fifth waits.
+      capacity = unpublished(f.topic) + 2_000;
+      Outbox bounded = Outbox.builder().schema(env.schema())
+          .topic(TopicConfig.of(f.topic).withCapacity(CapacityPolicy.waitUpTo(capacity, deadline))).build();
+      for (int batch = 0; batch < 20 && refused.size() < 3 * 500; batch++) {
         long start = System.nanoTime();
-        try (Connection tx = env.dataSource().getConnection()) {
-          tx.setAutoCommit(false);
-          try {
-            outbox.appendAll(tx, messages);
-            tx.commit();
-            accepted.addAll(keys);
-          } catch (OutboxFullException e) {
-            assertThat(e.topic()).isEqualTo(f.topic);
-            tx.rollback();
-            refused.addAll(keys);
-            waitedMillis.add(Duration.ofNanos(System.nanoTime() - start).toMillis());
-          }
+        try {
+          accepted.addAll(appendBatch(bounded, f.topic, "pay-" + batch));
+        } catch (OutboxFullException e) {
+          assertThat(e.topic()).isEqualTo(f.topic);
+          refused.addAll(keys("pay-" + batch));
+          waitedMillis.add(Duration.ofNanos(System.nanoTime() - start).toMillis());
         }
       }
       assertThat(refused).as("payments refused").hasSize(3 * 500);
+      assertThat(accepted.stream().filter(k -> k.startsWith("pay-"))).as("accepted under the bound").hasSize(2_000);
       assertThat(relay.health().has("redis-full")).as("the relay is held by a full Redis").isTrue();
       System.out.println("capacity " + capacity + ", deadline " + deadline + ": accepted " + accepted.size()
           + ", refused appends waited " + waitedMillis + " ms");
@@ -298,6 +297,34 @@ class RedisFullTest {
   private RelayBuilder relay(Fixture f) {
     return Relay.builder(env.dataSource(), f.redis).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(f.topic));
+  }
+
+  /** Appends 500 payments keyed {@code prefix-0..499} in one transaction; returns their keys. */
+  private List<String> appendBatch(Outbox outbox, String topic, String prefix) throws Exception {
+    List<String> keys = keys(prefix);
+    List<Message> messages = new ArrayList<>();
+    for (String key : keys) {
+      messages.add(Message.builder(topic, "payment.created").key(key).payload(PAYLOAD).build());
+    }
+    try (Connection tx = env.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      try {
+        outbox.appendAll(tx, messages);
+        tx.commit();
+      } catch (OutboxFullException e) {
+        tx.rollback();
+        throw e;
+      }
+    }
+    return keys;
+  }
+
+  private static List<String> keys(String prefix) {
+    List<String> keys = new ArrayList<>();
+    for (int i = 0; i < 500; i++) {
+      keys.add(prefix + "-" + i);
+    }
+    return keys;
   }
 
   /** Caps the server at what it uses now plus {@link #HEADROOM_BYTES}, refusing writes past it. */
