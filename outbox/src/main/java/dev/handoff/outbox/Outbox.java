@@ -15,8 +15,10 @@ import java.util.List;
  *       {@link IllegalStateException} before anything is written.
  *   <li>A message is validated (syntax when built; payload and header sizes here) before anything is written; an
  *       invalid one throws {@link InvalidMessageException} naming the field and the limit, and writes nothing.
- *   <li>Every append notifies the relays ({@code pg_notify}) inside the same transaction; PostgreSQL delivers the
- *       notification only if and when the transaction commits.
+ *   <li>An append never makes its transaction wait for other appending transactions' commits. It notifies
+ *       ({@code pg_notify}) only while its shard's relay sleeps, and PostgreSQL delivers that notification only if
+ *       and when the transaction commits; a relay that is awake polls. Each append tries a transaction-scoped
+ *       advisory lock, shared, on its shard's wake key (docs/relay.md, "How the relay learns of new rows").
  *   <li>A batch append writes all its messages in one statement (one round trip), or none.
  *   <li>When a topic has a {@link CapacityPolicy}, a refused append writes nothing and throws
  *       {@link OutboxFullException}.

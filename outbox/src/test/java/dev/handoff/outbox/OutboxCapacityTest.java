@@ -3,63 +3,31 @@ package dev.handoff.outbox;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.handoff.outbox.internal.Notifications;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.postgresql.PGConnection;
-import org.postgresql.PGNotification;
 
 @HandoffTest
-class OutboxNotifyAndCapacityTest {
+class OutboxCapacityTest {
 
   private final TestEnvironment env;
 
-  OutboxNotifyAndCapacityTest(TestEnvironment env) {
+  OutboxCapacityTest(TestEnvironment env) {
     this.env = env;
   }
 
   @BeforeEach
   void emptyOutbox() {
     env.execute("TRUNCATE " + env.schema() + ".outbox");
-  }
-
-  @Test
-  void listenerHearsTheNotificationOnlyAfterCommitAndNeverAfterRollback() throws Exception {
-    Outbox outbox = Outbox.builder().schema(env.schema()).build();
-    String channel = Notifications.channel(env.schema());
-    try (Connection listener = listen(channel)) {
-      PGConnection pg = listener.unwrap(PGConnection.class);
-      assertThat(drainUntilMarker(pg, channel)).isEmpty();
-
-      try (Connection tx = transaction()) {
-        outbox.append(tx, Message.builder("payments", "payment.created").build());
-        outbox.append(tx, Message.builder("payments", "payment.created").build());
-        outbox.appendAll(tx, List.of(Message.builder("refunds", "refund.created").build()));
-        assertThat(drainUntilMarker(pg, channel)).as("before commit").isEmpty();
-        tx.commit();
-      }
-      // PostgreSQL folds the duplicate (channel, topic) notifications of one transaction into one.
-      assertThat(drainUntilMarker(pg, channel)).containsExactlyInAnyOrder("payments", "refunds");
-
-      try (Connection tx = transaction()) {
-        outbox.append(tx, Message.builder("payments", "payment.created").build());
-        tx.rollback();
-      }
-      assertThat(drainUntilMarker(pg, channel)).as("after rollback").isEmpty();
-    }
   }
 
   @Test
@@ -197,54 +165,5 @@ class OutboxNotifyAndCapacityTest {
     Connection c = env.dataSource().getConnection();
     c.setAutoCommit(false);
     return c;
-  }
-
-  private Connection listen(String channel) throws SQLException {
-    Properties props = new Properties();
-    if (env.postgres().user() != null) {
-      props.setProperty("user", env.postgres().user());
-    }
-    if (env.postgres().password() != null) {
-      props.setProperty("password", env.postgres().password());
-    }
-    Connection c = DriverManager.getConnection(env.postgres().jdbcUrl(), props);
-    try (Statement s = c.createStatement()) {
-      s.execute("LISTEN \"" + channel + "\"");
-    }
-    return c;
-  }
-
-  /**
-   * Every notification delivered before a marker notification that this method sends from another connection, as
-   * payloads. PostgreSQL delivers the notifications of committed transactions in commit order, so whatever committed
-   * before the marker has arrived once the marker has: no time window decides what is seen.
-   */
-  private List<String> drainUntilMarker(PGConnection pg, String channel) throws SQLException {
-    String marker = "marker-" + java.util.UUID.randomUUID();
-    try (Connection c = env.dataSource().getConnection();
-        java.sql.PreparedStatement ps = c.prepareStatement("SELECT pg_notify(?, ?)")) {
-      if (!c.getAutoCommit()) {
-        c.setAutoCommit(true);
-      }
-      ps.setString(1, channel);
-      ps.setString(2, marker);
-      ps.execute();
-    }
-    List<String> payloads = new ArrayList<>();
-    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-    while (true) {
-      long left = (deadline - System.nanoTime()) / 1_000_000L;
-      assertThat(left).as("marker notification %s not received; received before it: %s", marker, payloads)
-          .isPositive();
-      PGNotification[] batch = pg.getNotifications((int) Math.min(left, 1_000));
-      if (batch != null) {
-        for (PGNotification n : batch) {
-          if (n.getParameter().equals(marker)) {
-            return payloads;
-          }
-          payloads.add(n.getParameter());
-        }
-      }
-    }
   }
 }

@@ -5,7 +5,8 @@ import java.time.Duration;
 /**
  * How long the relay's loop waits between cycles when the last one left nothing it knows of: 5 ms after a busy
  * cycle, doubling up to the idle poll interval while quiet, or up to {@value #HEARING_POLL_FACTOR} times that while
- * notifications reach the relay and no owned shard has rows waiting for room. A notification cuts any wait short.
+ * the relay sleeps (every append to its shards notifies it, and no owned shard has rows waiting for room). A
+ * notification cuts any wait short.
  * Confined to the relay's thread.
  */
 final class CyclePacing {
@@ -18,11 +19,19 @@ final class CyclePacing {
   static final long HELD_MARK_MILLIS = 100;
 
   /**
-   * While every append wakes the relay, the idle poll is a safety net (rows written by something other than handoff,
-   * a LISTEN connection that died without a word): looking 10 times less often takes an idle relay's database cost
+   * While the relay sleeps, every append wakes it, and the idle poll is a safety net (rows written by something
+   * other than handoff, a LISTEN connection that died without a word): looking 10 times less often takes an idle
+   * relay's database cost
    * below 2 transactions a second whatever it owns, and such a row waits at most 10 idle poll intervals.
    */
   static final int HEARING_POLL_FACTOR = 10;
+
+  /**
+   * How long a relay that hears notifications polls after its last rows before it sleeps (asks appends to notify
+   * it): the waits 5, 10 and 20 ms lie behind it. Shorter, and a steady trickle of rows would make most appends
+   * notify; longer, and a relay that just emptied its shards polls for nothing.
+   */
+  static final long SLEEP_AFTER_MILLIS = 40;
 
   private final long idlePollMillis;
   private long idleMillis;
@@ -38,8 +47,8 @@ final class CyclePacing {
 
   /**
    * The wait before the next cycle. {@code holdsMarks}: batches wait for the next cycle's transaction to mark them;
-   * {@code notified}: notifications reach the relay and no owned shard has rows it could not take (a full list
-   * frees room without a notification).
+   * {@code notified}: the relay sleeps, so that every append to its shards notifies it, and no owned shard has rows
+   * it could not take (a full list frees room without a notification).
    */
   long nextWaitMillis(boolean holdsMarks, boolean notified) {
     long cap = notified ? idlePollMillis * HEARING_POLL_FACTOR : idlePollMillis;

@@ -8,6 +8,7 @@ import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.OutboxConfig;
 import dev.handoff.outbox.OutboxFullException;
 import dev.handoff.outbox.OutboxWriteException;
+import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.TopicConfig;
 import java.nio.charset.StandardCharsets;
 import java.sql.Array;
@@ -18,9 +19,11 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.UUID;
 
 /** The JDBC implementation of {@link Outbox}. Thread-safe: it holds no per-call state. */
@@ -36,15 +39,17 @@ public final class DefaultOutbox implements Outbox {
     this.config = Objects.requireNonNull(config, "config");
     String table = config.schema() + ".outbox";
     this.channel = Notifications.channel(config.schema());
-    // The notification rides in the insert's own statement: one round trip per append. PostgreSQL delivers it at
-    // commit and folds duplicates within a transaction.
+    // The wake-up rides in the insert's own statement: one round trip per append. It notifies only when the shard's
+    // relay sleeps (Notifications): a NOTIFY would make the commit wait for every other notifying commit.
     this.insertOne =
         "WITH ins AS (INSERT INTO " + table
             + " (message_id, topic, shard, message_key, type, payload, headers)"
             + " VALUES (?, ?, ?, ?, ?, ?, ?::jsonb) RETURNING id)"
-            + " SELECT ins.id FROM ins, (SELECT pg_notify(?, ?)) n";
+            + " SELECT ins.id FROM ins, (SELECT CASE WHEN pg_try_advisory_xact_lock_shared(?, ?) THEN NULL"
+            + " ELSE pg_notify(?, ?) END) n";
     this.insertMany =
-        "WITH n AS MATERIALIZED (SELECT pg_notify(?, t) FROM unnest(?::text[]) t),"
+        "WITH n AS MATERIALIZED (SELECT w.t, CASE WHEN pg_try_advisory_xact_lock_shared(w.k, w.s) THEN NULL"
+            + " ELSE pg_notify(?, w.t) END FROM unnest(?::int[], ?::int[], ?::text[]) AS w(k, s, t)),"
             + " ins AS (INSERT INTO " + table
             + " (message_id, topic, shard, message_key, type, payload, headers)"
             + " SELECT m, t, s, k, ty, p, h::jsonb"
@@ -74,8 +79,10 @@ public final class DefaultOutbox implements Outbox {
         ps.setString(5, message.type());
         ps.setBytes(6, p.payload);
         ps.setString(7, p.headersJson);
-        ps.setString(8, channel);
-        ps.setString(9, message.topic());
+        ps.setInt(8, Notifications.lockKey(config.schema(), message.topic()));
+        ps.setInt(9, p.shard);
+        ps.setString(10, channel);
+        ps.setString(11, message.topic());
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
           long id = rs.getLong(1);
@@ -125,17 +132,32 @@ public final class DefaultOutbox implements Outbox {
         reserveCapacity(tx, e.getKey(), e.getValue());
       }
       Map<UUID, Long> outboxIds = new HashMap<>(n * 2);
+      Set<ShardId> touched = new LinkedHashSet<>();
+      for (int i = 0; i < n; i++) {
+        touched.add(new ShardId(topics[i], shards[i]));
+      }
+      Integer[] wakeKeys = new Integer[touched.size()];
+      Integer[] wakeShards = new Integer[touched.size()];
+      String[] wakeTopics = new String[touched.size()];
+      int w = 0;
+      for (ShardId s : touched) {
+        wakeKeys[w] = Notifications.lockKey(config.schema(), s.topic());
+        wakeShards[w] = s.shard();
+        wakeTopics[w++] = s.topic();
+      }
       try (PreparedStatement ps = Statements.prepare(tx, insertMany)) {
         ps.setString(1, channel);
-        ps.setArray(2, tx.createArrayOf("text", perTopic.keySet().toArray(String[]::new)));
-        ps.setArray(3, tx.createArrayOf("uuid", ids));
-        ps.setArray(4, tx.createArrayOf("text", topics));
-        ps.setArray(5, tx.createArrayOf("int4", shards));
-        ps.setArray(6, tx.createArrayOf("text", keys));
-        ps.setArray(7, tx.createArrayOf("text", types));
+        ps.setArray(2, tx.createArrayOf("int4", wakeKeys));
+        ps.setArray(3, tx.createArrayOf("int4", wakeShards));
+        ps.setArray(4, tx.createArrayOf("text", wakeTopics));
+        ps.setArray(5, tx.createArrayOf("uuid", ids));
+        ps.setArray(6, tx.createArrayOf("text", topics));
+        ps.setArray(7, tx.createArrayOf("int4", shards));
+        ps.setArray(8, tx.createArrayOf("text", keys));
+        ps.setArray(9, tx.createArrayOf("text", types));
         Array payloadArray = tx.createArrayOf("bytea", payloads);
-        ps.setArray(8, payloadArray);
-        ps.setArray(9, tx.createArrayOf("text", headers));
+        ps.setArray(10, payloadArray);
+        ps.setArray(11, tx.createArrayOf("text", headers));
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
             outboxIds.put(rs.getObject(2, UUID.class), rs.getLong(1));

@@ -131,6 +131,12 @@ public final class DefaultRelay implements Relay {
     return n != null && n.hearing();
   }
 
+  /** Whether this relay sleeps on every shard it owns: appends to them notify, and nothing else does. */
+  boolean asleep() {
+    NotificationListener n = notifications;
+    return n != null && n.asleepOn(leaseKeeper.ownedView());
+  }
+
   /** The backend pid of this relay's LISTEN session, or -1 while it has none. */
   int listeningBackend() {
     NotificationListener n = notifications;
@@ -148,7 +154,7 @@ public final class DefaultRelay implements Relay {
         config.topics().stream().map(t -> t.name() + "x" + t.shards()).collect(Collectors.joining(",")),
         config.leaseTtl(), config.minBatchSize(), config.maxBatchSize(), config.outboxRetention());
     notifications = new NotificationListener(notificationDataSource, dataSource,
-        Notifications.channel(config.schema()), Set.of(topicNames), waiter, config.owner(),
+        config.schema(), Set.of(topicNames), waiter, config.owner(),
         config.idlePollInterval());
     listenThread = new Thread(notifications, "handoff-relay-listen-" + config.owner());
     listenThread.setDaemon(true);
@@ -305,7 +311,9 @@ public final class DefaultRelay implements Relay {
         try {
           leaseKeeper.manage(false);
           health.checkBacklogIfDue(this::autocommit);
-          publisher.publishOwned(true);
+          if (publisher.publishOwned(true).assigned() > 0 && notifications != null) {
+            notifications.requestWake(); // awake and busy: appends need not notify
+          }
           if (maintenance.due()) {
             maintainSlice(RelayMaintenance.SLICE_NANOS);
           }
@@ -317,8 +325,7 @@ public final class DefaultRelay implements Relay {
           pacing.busy();
           continue;
         }
-        long waitMillis = pacing.nextWaitMillis(publisher.holdsMarks(),
-            notifications != null && notifications.hearing() && !publisher.rowsLeftWaiting());
+        long waitMillis = nextWait(pacing);
         long untilLeases = Math.max(1, (leaseKeeper.nextCheckNanos() - System.nanoTime()) / 1_000_000);
         waiter.await(Math.min(waitMillis, untilLeases));
       } catch (InterruptedException e) {
@@ -347,6 +354,24 @@ public final class DefaultRelay implements Relay {
         state.set(State.CLOSED);
       }
     }
+  }
+
+  /**
+   * How long the loop waits now, and whether it falls asleep first. A relay that keeps finding nothing for
+   * {@link CyclePacing#SLEEP_AFTER_MILLIS} asks the listener to sleep on its shards ({@link Notifications}): from
+   * then on appends to them notify, and the relay waits up to its longest poll. Until then it polls, and appends do
+   * not notify.
+   */
+  private long nextWait(CyclePacing pacing) {
+    NotificationListener n = notifications;
+    boolean mayNotify = n != null && n.hearing() && !publisher.rowsLeftWaiting() && !publisher.holdsMarks();
+    Set<ShardId> shards = leaseKeeper.ownedView();
+    boolean asleep = mayNotify && n.asleepOn(shards);
+    long waitMillis = pacing.nextWaitMillis(publisher.holdsMarks(), asleep);
+    if (mayNotify && !asleep && !shards.isEmpty() && waitMillis >= CyclePacing.SLEEP_AFTER_MILLIS) {
+      n.requestSleep(shards); // the listener wakes the loop once it holds the locks, for a last look
+    }
+    return waitMillis;
   }
 
   /** Runs a slice of the due maintenance; a run still in progress afterwards brings the next cycle on at once. */

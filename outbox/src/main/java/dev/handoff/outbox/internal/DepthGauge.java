@@ -25,11 +25,19 @@ final class DepthGauge {
     this.refreshNanos = refreshNanos;
   }
 
-  /** The cached depth of {@code topic}, counted again on {@code tx} if the sample is older than the interval. */
+  /**
+   * The cached depth of {@code topic}, counted again on {@code tx} if the sample is older than the interval. One
+   * caller counts; the others go on with the figure it replaces, so that a process whose sessions all append at once
+   * runs one count per interval, not one per session.
+   */
   long depth(Connection tx, String topic, long capacity) throws SQLException {
     Sample s = samples.get(topic);
-    if (s != null && System.nanoTime() - s.takenAtNanos < refreshNanos) {
+    long now = System.nanoTime();
+    if (s != null && now - s.takenAtNanos < refreshNanos) {
       return s.depth;
+    }
+    if (s != null && !samples.replace(topic, s, new Sample(s.depth, now))) {
+      return samples.getOrDefault(topic, s).depth; // another session counts now
     }
     return count(tx, topic, capacity);
   }

@@ -1,13 +1,16 @@
 package dev.handoff.outbox.internal;
 
+import dev.handoff.outbox.ShardId;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
@@ -27,6 +30,10 @@ import org.slf4j.LoggerFactory;
  * server to the next client, so in transaction pooling the two share it). Then, after LISTEN, it sends a probe
  * NOTIFY through the relay's data source (the way appends notify) and waits for it. When either check fails, the
  * listener says so once at WARN and ends: the relay polls.
+ *
+ * <p>It also holds the relay's sleep ({@link Notifications}): asked to, it takes the wake lock of every shard the
+ * relay owns on its session and wakes the relay for one last look; it gives them all back at the first notification
+ * for one of the relay's topics, or when asked. Appends notify only while it holds their shard's lock.
  */
 final class NotificationListener implements Runnable {
 
@@ -46,16 +53,28 @@ final class NotificationListener implements Runnable {
   private volatile boolean hearing;
   /** The server process of the current LISTEN session, or -1: what an operator (or a test) terminates or traces. */
   private volatile int backend = -1;
+  /**
+   * How long a wait for notifications lasts before the listener looks at the relay's requests: how late, at most, a
+   * relay falls asleep after asking. No query goes to the server for it.
+   */
+  static final int REQUEST_POLL_MILLIS = 10;
+  /** The shards whose wake lock the relay asks for, taken by the listener's thread; null when nothing is asked. */
+  private final AtomicReference<Set<ShardId>> sleepRequest = new AtomicReference<>();
+  private volatile boolean wakeRequest;
+  /** The shards whose wake lock this listener's session holds: appends to them notify. */
+  private volatile Set<ShardId> sleeping = Set.of();
+  private final String schema;
 
   /**
    * @param listenSource where the LISTEN connection comes from (a direct one when the relay was given one)
    * @param notifySource the relay's data source, through which the probe NOTIFY goes as appends' do
    */
-  NotificationListener(DataSource listenSource, DataSource notifySource, String channel, Set<String> topics,
+  NotificationListener(DataSource listenSource, DataSource notifySource, String schema, Set<String> topics,
       Waiter waiter, String owner, Duration idlePollInterval) {
     this.listenSource = listenSource;
     this.notifySource = notifySource;
-    this.channel = channel;
+    this.schema = schema;
+    this.channel = Notifications.channel(schema);
     this.topics = topics;
     this.waiter = waiter;
     this.owner = owner;
@@ -77,6 +96,7 @@ final class NotificationListener implements Runnable {
         c = null; // listenOn gave it back, without its LISTEN
       } catch (SQLException | RuntimeException e) {
         hearing = false;
+        sleeping = Set.of(); // the session's locks went with it
         if (c != null) {
           // Its session failed outside the pool's sight (on the driver's connection): it must not be borrowed again.
           PooledConnections.discard(listenSource, c);
@@ -122,12 +142,84 @@ final class NotificationListener implements Runnable {
     }
     hearing = true;
     while (running) {
-      wakeOnTopic(pg.getNotifications(500));
+      if (wakeOnTopic(pg.getNotifications(REQUEST_POLL_MILLIS)) || wakeRequest) {
+        wakeRequest = false;
+        wakeUp(c);
+      }
+      Set<ShardId> asked = sleepRequest.getAndSet(null);
+      if (asked != null) {
+        fallAsleep(c, asked);
+      }
     }
     hearing = false;
     backend = -1;
+    sleeping = Set.of();
     unlistenAndClose(c);
     return true;
+  }
+
+  /**
+   * Takes the wake lock of each shard in {@code shards} (and gives back any other it held), then wakes the relay:
+   * its next look for rows comes after the locks, so it sees every row appended without a notification. A lock
+   * that an appending transaction holds shared is not taken; the relay then stays awake and asks again later.
+   */
+  private void fallAsleep(Connection c, Set<ShardId> shards) throws SQLException {
+    Integer[] keys = new Integer[shards.size()];
+    Integer[] numbers = new Integer[shards.size()];
+    ShardId[] ids = shards.toArray(ShardId[]::new);
+    for (int i = 0; i < ids.length; i++) {
+      keys[i] = Notifications.lockKey(schema, ids[i]);
+      numbers[i] = ids[i].shard();
+    }
+    Set<ShardId> locked = new HashSet<>();
+    try (Statement s = Statements.statement(c)) {
+      s.execute("SELECT pg_advisory_unlock_all()");
+    }
+    sleeping = Set.of();
+    try (PreparedStatement ps = Statements.prepare(c,
+        "SELECT o FROM unnest(?::int[], ?::int[]) WITH ORDINALITY AS k(a, b, o) WHERE pg_try_advisory_lock(a, b)")) {
+      ps.setArray(1, c.createArrayOf("int4", keys));
+      ps.setArray(2, c.createArrayOf("int4", numbers));
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          locked.add(ids[rs.getInt(1) - 1]);
+        }
+      }
+    }
+    sleeping = Set.copyOf(locked);
+    waiter.wake();
+  }
+
+  /** Gives back every wake lock: appends stop notifying. */
+  private void wakeUp(Connection c) throws SQLException {
+    if (sleeping.isEmpty()) {
+      return;
+    }
+    sleeping = Set.of();
+    try (Statement s = Statements.statement(c)) {
+      s.execute("SELECT pg_advisory_unlock_all()");
+    }
+  }
+
+  /**
+   * Asks the listener to put the relay to sleep on {@code shards}: it takes their wake locks within
+   * {@link #REQUEST_POLL_MILLIS} and then wakes the relay for its last look. Any thread.
+   */
+  void requestSleep(Set<ShardId> shards) {
+    sleepRequest.set(Set.copyOf(shards));
+  }
+
+  /** Asks the listener to give back the wake locks it holds (the relay found work without being notified). */
+  void requestWake() {
+    sleepRequest.set(null);
+    if (!sleeping.isEmpty()) {
+      wakeRequest = true;
+    }
+  }
+
+  /** Whether the relay sleeps on exactly {@code shards}: every append to one of them notifies. */
+  boolean asleepOn(Set<ShardId> shards) {
+    return hearing() && !shards.isEmpty() && sleeping.equals(shards);
   }
 
   /**
@@ -201,15 +293,17 @@ final class NotificationListener implements Runnable {
     return backend;
   }
 
-  private void wakeOnTopic(PGNotification[] batch) {
+  /** Wakes the relay when {@code batch} has a notification for one of its topics; returns whether it did. */
+  private boolean wakeOnTopic(PGNotification[] batch) {
     if (batch != null) {
       for (PGNotification n : batch) {
         if (topics.contains(n.getParameter())) {
           waiter.wake();
-          return;
+          return true;
         }
       }
     }
+    return false;
   }
 
   private void warnPolling(String evidence) {
@@ -230,6 +324,8 @@ final class NotificationListener implements Runnable {
   private void unlistenAndClose(Connection c) {
     try (Statement s = Statements.statement(c)) {
       s.execute("UNLISTEN *");
+      // A pooled session still holding wake locks would make every append to those shards notify, for good.
+      s.execute("SELECT pg_advisory_unlock_all()");
     } catch (SQLException e) {
       log.debug("UNLISTEN failed; discarding the connection", e);
       PooledConnections.discard(listenSource, c);
@@ -242,7 +338,7 @@ final class NotificationListener implements Runnable {
     }
   }
 
-  /** Stops within one notification poll (half a second); the connection then goes back without its LISTEN. */
+  /** Stops within one notification poll; the connection then goes back without its LISTEN and its locks. */
   void stop() {
     running = false;
   }

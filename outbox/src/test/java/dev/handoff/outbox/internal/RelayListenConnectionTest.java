@@ -93,14 +93,16 @@ class RelayListenConnectionTest {
   }
 
   @Test
-  void aStoppedRelayLeavesNoPooledSessionListening() throws Exception {
+  void aStoppedRelayLeavesNoPooledSessionListeningOrHoldingItsWakeLocks() throws Exception {
     HikariDataSource pool = env.newDataSource(POOL_SIZE);
     int listened;
     try (Relay relay = relay(pool, env.schema(), "orders_stop", new CopyOnWriteArrayList<>())) {
       relay.start();
       DefaultRelay internals = (DefaultRelay) relay;
-      await().atMost(DEADLINE).until(internals::hearing);
+      await().atMost(DEADLINE).until(internals::asleep);
       listened = internals.listeningBackend();
+      assertThat(env.queryLong("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = ?", listened))
+          .as("wake locks the sleeping relay holds").isEqualTo(1);
     }
     // Every connection of the pool at once: the one that listened is among them, and none listens any more.
     List<Connection> all = new ArrayList<>();
@@ -112,6 +114,8 @@ class RelayListenConnectionTest {
       for (Connection c : all) {
         pids.add((int) queryLong(c, "SELECT pg_backend_pid()"));
         assertThat(queryLong(c, "SELECT count(*) FROM pg_listening_channels()")).as("channels listened").isZero();
+        assertThat(queryLong(c, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+            + " AND pid = pg_backend_pid()")).as("advisory locks held").isZero();
       }
       assertThat(pids).as("the relay's LISTEN session went back to the pool").contains(listened);
       env.execute("NOTIFY \"" + Notifications.channel(env.schema()) + "\", 'orders'");
