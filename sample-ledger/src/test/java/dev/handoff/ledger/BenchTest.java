@@ -55,13 +55,17 @@ class BenchTest {
     assertThat(md).contains("| PostgreSQL | PostgreSQL " + postgresVersion() + " ");
     assertThat(md).contains("| Redis | " + redisVersion() + " (");
 
-    // The main run's payments and charges, as printed, are the database's, one charge each.
-    Matcher m = Pattern.compile("^e2e run 1 \\(500/s\\): payments (\\d+) charges (\\d+)$", Pattern.MULTILINE)
+    // The main runs' payments and charges, as printed, are the database's, one charge each: the run at 500/s, then
+    // the one flat out, in the same schema.
+    Matcher m = Pattern.compile("^e2e run 1 \\(2x1, 500/s\\): payments (\\d+) charges (\\d+)$", Pattern.MULTILINE)
         .matcher(printed);
     assertThat(m.find()).as("summary line in:%n%s", printed).isTrue();
-    long payments = Long.parseLong(m.group(1));
-    long charges = Long.parseLong(m.group(2));
-    assertThat(payments).isGreaterThan(500);
+    assertThat(Long.parseLong(m.group(1))).isGreaterThan(500);
+    Matcher flat = Pattern.compile("^e2e run 2 \\(2x1, flat out\\): payments (\\d+) charges (\\d+)$",
+        Pattern.MULTILINE).matcher(printed);
+    assertThat(flat.find()).as("flat-out summary line in:%n%s", printed).isTrue();
+    long payments = Long.parseLong(m.group(1)) + Long.parseLong(flat.group(1));
+    long charges = Long.parseLong(m.group(2)) + Long.parseLong(flat.group(2));
     assertThat(charges).isEqualTo(payments);
     // Besides the settled history the schema starts with, so that its statistics describe a running service.
     assertThat(env.queryLong("SELECT count(*) FROM payment WHERE payment_id NOT LIKE 'history-%'"))
@@ -75,14 +79,15 @@ class BenchTest {
 
     // Right after it, the raw pipeline at the same rate: every one of its payments charged exactly once, counted in
     // its own schema before that was dropped, and the comparison printed and reported.
-    Matcher raw = Pattern.compile("^e2e raw run 1 \\(500/s\\): payments (\\d+) charge rows (\\d+) charged payments"
+    Matcher raw = Pattern.compile("^e2e raw run 1 \\(2x1, 500/s\\): payments (\\d+) charge rows (\\d+) charged"
+        + " payments"
         + " (\\d+)$", Pattern.MULTILINE).matcher(printed);
     assertThat(raw.find()).as("raw pipeline line in:%n%s", printed).isTrue();
     long rawPayments = Long.parseLong(raw.group(1));
     assertThat(rawPayments).isGreaterThan(500);
     assertThat(Long.parseLong(raw.group(2))).as("raw charge rows").isEqualTo(rawPayments);
     assertThat(Long.parseLong(raw.group(3))).as("raw payments charged").isEqualTo(rawPayments);
-    assertThat(printed).containsPattern("(?m)^end-to-end vs raw pipeline \\(500/s\\): \\d+% of raw's \\S+/s$");
+    assertThat(printed).containsPattern("(?m)^end-to-end vs raw pipeline \\(2x1, 500/s\\): \\d+% of raw's \\S+/s$");
     assertThat(md).contains("## End to end against a raw pipeline", "### Database commits per payment",
         "each charged once");
     // The relay's transactions are counted, not derived, and the consumer's round trips per batch reported.
@@ -90,11 +95,17 @@ class BenchTest {
         + " the asked rate](rates.svg)").doesNotContain("**derived**", "(derived)");
     assertThat(Files.readString(report.resolve("rates.svg"))).startsWith("<svg").contains("<polyline", "<circle",
         "handoff", "raw pipeline");
-    assertThat(printed).containsPattern("(?m)consumer per batch \\(run 1 \\(500/s\\)\\): [\\d,]+ batches of [\\d.]+"
+    assertThat(printed).containsPattern("(?m)consumer per batch \\(run 1 \\(2x1, 500/s\\)\\): [\\d,]+ batches of"
+        + " [\\d.]+"
         + " entries; XREADGROUP [\\d.]+, XACK [\\d.]+")
-        .containsPattern("(?m)consumer per batch \\(raw run 1 \\(500/s\\)\\): ");
+        .containsPattern("(?m)consumer per batch \\(raw run 1 \\(2x1, 500/s\\)\\): ");
     List<String> tsv = Files.readAllLines(report.resolve("summary.tsv"));
-    assertThat(tsv).as("summary.tsv: a header and one line per run (handoff and raw at 500/s)").hasSize(3);
+    assertThat(tsv).as("summary.tsv: a header and one line per run (handoff and raw at 500/s, then flat out)")
+        .hasSize(5);
+    // Flat out, the producer side: the same transactions without the outbox row, beside raw's and handoff's.
+    assertThat(printed).containsPattern("(?m)^producer side \\(2x1\\): handoff [\\d,]+ tx/s = \\d+% of the same"
+        + " transactions without the outbox row \\([\\d,]+ tx/s\\); raw pipeline \\d+%$");
+    assertThat(md).contains("### Producer side", "| 2x1 | ");
     List<String> columns = List.of(tsv.get(0).split("\t"));
     BiFunction<Integer, String, String> cell = (line, column) ->
         tsv.get(line).split("\t")[columns.indexOf(column)];
@@ -121,9 +132,11 @@ class BenchTest {
     assertThat(number.apply(2, "xautoclaim_per_batch")).isZero();
     // The handoff relay's one rollback per connection of its LISTEN (the session check) and nothing else.
     assertThat(number.apply(1, "relay_rollbacks")).isBetween(0.0, 3.0);
-    // Every payment of the two runs is in the counted consumer batches.
+    // Every payment of each run is in its counted consumer batches.
     assertThat(number.apply(1, "consumer_batches") * number.apply(1, "consumer_batch_size"))
-        .isCloseTo((double) payments, offset(0.5));
+        .isCloseTo((double) Long.parseLong(m.group(1)), offset(0.5));
+    assertThat(number.apply(3, "consumer_batches") * number.apply(3, "consumer_batch_size"))
+        .isCloseTo((double) Long.parseLong(flat.group(1)), offset(0.5));
 
     // The raw run wrote nothing into the main schema.
     assertThat(env.queryLong("SELECT count(*) FROM charge WHERE ledger = 'raw'")).isZero();

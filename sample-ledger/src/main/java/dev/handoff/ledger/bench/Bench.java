@@ -45,22 +45,41 @@ public final class Bench {
    * are the end-to-end relays' (a short retention keeps the outbox purge deleting at the append rate, to measure
    * what it costs).
    */
-  public record Config(List<Double> rates, Duration duration, int producers, int producerBatch, int shards,
+  public record Config(List<Double> rates, Duration duration, List<Shape> shapes, int shards,
       int workers, int batch, int payments, long retained, boolean overload, double overloadRate, String schema,
       String keyPrefix, boolean keep, Duration outboxRetention, Duration maintenanceInterval) {
 
     public Config {
       rates = List.copyOf(rates);
+      shapes = List.copyOf(shapes);
       if (rates.isEmpty() || rates.stream().anyMatch(r -> r < 0)) {
         throw new IllegalArgumentException("--rate: one or more rates >= 0 (0 = flat out)");
+      }
+      if (shapes.isEmpty()) {
+        throw new IllegalArgumentException("--shapes: one or more, such as 32x1,64x1,4x10");
       }
       if (duration.toMillis() < 1000) {
         throw new IllegalArgumentException("--duration must be at least 1s, was " + duration);
       }
-      if (producers < 1 || producerBatch < 1 || shards < 1 || workers < 1 || batch < 1 || payments < 100) {
-        throw new IllegalArgumentException("--producers, --producer-batch, --shards, --workers, --batch must be"
-            + " >= 1 and --payments >= 100");
+      if (shards < 1 || workers < 1 || batch < 1 || payments < 100) {
+        throw new IllegalArgumentException("--shards, --workers, --batch must be >= 1 and --payments >= 100");
       }
+    }
+
+    /** The producer threads of the first shape: the one the components, the scale checks and the overload use. */
+    int producers() {
+      return shapes.get(0).sessions();
+    }
+
+    /** Payments per producer transaction of the first shape. */
+    int producerBatch() {
+      return shapes.get(0).perTransaction();
+    }
+
+    /** This configuration with {@code shape} first. */
+    Config withShape(Shape shape) {
+      return new Config(rates, duration, List.of(shape), shards, workers, batch, payments, retained, overload,
+          overloadRate, schema, keyPrefix, keep, outboxRetention, maintenanceInterval);
     }
 
     TopicConfig topic() {
@@ -155,9 +174,17 @@ public final class Bench {
     }
   }
 
+  /**
+   * The producer side of one shape, flat out, in transactions committed per second: {@code bare} the payment
+   * transactions alone (no outbox row, nothing else running); {@code raw} the raw pipeline's (payment and a plain
+   * outbox row, with its relay loop and consumer running); {@code handoff} the payment service's (payment and
+   * {@code Outbox.append}, with the relay and the ledger consumer running).
+   */
+  public record ProducerSide(Shape shape, double bare, double raw, double handoff) {}
+
   /** Everything measured. */
-  public record Result(Environment env, Config config, Parts parts, List<Run> runs, List<RawRun> raw, Run empty,
-      Run retained, double retainedInsertSeconds, Run overload) {}
+  public record Result(Environment env, Config config, Parts parts, List<Run> runs, List<RawRun> raw,
+      List<ProducerSide> producerSides, Run empty, Run retained, double retainedInsertSeconds, Run overload) {}
 
   /** Histogram bucket upper bounds in milliseconds (the last bucket is open). */
   static final double[] BUCKETS_MS = {1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000, 2000,
@@ -187,21 +214,35 @@ public final class Bench {
 
     List<Run> runs = new ArrayList<>();
     List<RawRun> raw = new ArrayList<>();
-    RawPipeline rawPipeline = new RawPipeline(servers, config, log);
+    List<ProducerSide> sides = new ArrayList<>();
     int i = 1;
-    for (double rate : config.rates()) {
-      String name = rate == 0 ? "flat out" : String.format("%,.0f/s", rate);
-      Run run = endToEnd.run(new EndToEnd.Spec("run " + i + " (" + name + ")", config.schema(), config.keyPrefix(),
-          "r" + i + "-", rate, 0, true));
-      runs.add(run);
-      int n = i;
-      // Right after the handoff run, on the same servers and settings, in a schema and key prefix of its own.
-      RawRun rawRun = inAux(fixtures, "raw", BenchFixtures.History.FULL, (schema, prefix) -> rawPipeline.run(
-          "raw run " + n + " (" + name + ")", schema, prefix, "w" + n + "-", rate));
-      raw.add(rawRun);
-      log.printf("end-to-end vs raw pipeline (%s): %.0f%% of raw's %,.0f/s%n", name,
-          100 * run.endToEnd() / rawRun.run().endToEnd(), rawRun.run().endToEnd());
-      i++;
+    for (Shape shape : config.shapes()) {
+      Config shaped = config.withShape(shape);
+      EndToEnd shapedRun = new EndToEnd(servers, shaped, log);
+      RawPipeline rawPipeline = new RawPipeline(servers, shaped, log);
+      for (double rate : config.rates()) {
+        String name = shape + ", " + (rate == 0 ? "flat out" : String.format("%,.0f/s", rate));
+        Run run = shapedRun.run(new EndToEnd.Spec("run " + i + " (" + name + ")", config.schema(),
+            config.keyPrefix(), "r" + i + "-", rate, 0, true));
+        runs.add(run);
+        int n = i;
+        // Right after the handoff run, on the same servers and settings, in a schema and key prefix of its own.
+        RawRun rawRun = inAux(fixtures, "raw", BenchFixtures.History.FULL, (schema, prefix) -> rawPipeline.run(
+            "raw run " + n + " (" + name + ")", schema, prefix, "w" + n + "-", rate));
+        raw.add(rawRun);
+        log.printf("end-to-end vs raw pipeline (%s): %.0f%% of raw's %,.0f/s%n", name,
+            100 * run.endToEnd() / rawRun.run().endToEnd(), rawRun.run().endToEnd());
+        if (rate == 0) {
+          double bare = inAux(fixtures, "bare", BenchFixtures.History.FULL, (schema, prefix) ->
+              new BareProducers(servers, shaped, log).run(schema, "b" + n + "-"));
+          ProducerSide side = new ProducerSide(shape, bare, rawRun.run().producedRate(), run.producedRate());
+          sides.add(side);
+          log.printf("producer side (%s): handoff %,.0f tx/s = %.0f%% of the same transactions without the"
+              + " outbox row (%,.0f tx/s); raw pipeline %.0f%%%n", shape, side.handoff() / shape.perTransaction(),
+              100 * side.handoff() / bare, bare / shape.perTransaction(), 100 * side.raw() / bare);
+        }
+        i++;
+      }
     }
 
     Run empty = null;
@@ -230,7 +271,7 @@ public final class Bench {
           new EndToEnd.Spec(String.format("overload: producers %,.0f/s, consumers limited to %,.0f/s", rate,
               rate / 10), schema, prefix, "o-", rate, rate / 10, false)));
     }
-    return new Result(env, config, parts, runs, raw, empty, retained, insertSeconds, overload);
+    return new Result(env, config, parts, runs, raw, sides, empty, retained, insertSeconds, overload);
   }
 
   private interface AuxRun<R> {

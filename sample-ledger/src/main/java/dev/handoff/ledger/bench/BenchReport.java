@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.stream.Collectors;
 
 /** Writes a benchmark's {@code report.md} and its SVG charts into a folder. */
 public final class BenchReport {
@@ -54,7 +55,8 @@ public final class BenchReport {
       row(md, "PostgreSQL settings", pgs.toString());
       row(md, "Redis", e.redis() + " (" + e.redisSettings() + ")");
       row(md, "servers", e.servers() + "; everything on this machine, sharing its cores");
-      row(md, "producers", c.producers() + " thread(s), " + c.producerBatch() + " payment(s) per transaction");
+      row(md, "producer shapes", c.shapes().stream().map(Shape::toString).collect(Collectors.joining(", "))
+          + " (sessions x payments per transaction); every rate runs at each");
       row(md, "topic", c.shards() + " shards, one relay");
       row(md, "relay retention", "outbox retention " + c.outboxRetention() + ", maintenance every "
           + c.maintenanceInterval());
@@ -128,6 +130,7 @@ public final class BenchReport {
       }
 
       md.append(RawPipelineReport.section(r));
+      md.append(producerSide(r));
       files.add(svg(dir, RateChart.FILE, RateChart.svg(r)));
       md.append("### Throughput and p99 against the asked rate\n\n![throughput and p99 against the asked rate](")
           .append(RateChart.FILE).append(")\n\nA flat-out run is plotted at the rate its producers reached, each"
@@ -229,6 +232,25 @@ public final class BenchReport {
   }
 
   /** The targets, judged on this run. */
+  /** What the application's appending transactions commit per second, flat out, beside the same without handoff. */
+  static String producerSide(Bench.Result r) {
+    if (r.producerSides().isEmpty()) {
+      return "";
+    }
+    StringBuilder md = new StringBuilder("### Producer side\n\n| shape | payment alone, tx/s | raw pipeline, tx/s"
+        + " | share | handoff, tx/s | share |\n|---|---|---|---|---|---|\n");
+    for (Bench.ProducerSide p : r.producerSides()) {
+      double per = p.shape().perTransaction();
+      md.append("| ").append(p.shape()).append(" | ").append(n0(p.bare() / per)).append(" | ")
+          .append(n0(p.raw() / per)).append(" | ").append(pct(p.raw() / p.bare())).append(" | ")
+          .append(n0(p.handoff() / per)).append(" | ").append(pct(p.handoff() / p.bare())).append(" |\n");
+    }
+    return md.append("\nFlat out, transactions committed per second over the producers' whole time. *Payment"
+        + " alone*: the same payment transactions with no outbox row and nothing else running. *Raw pipeline*: the"
+        + " payment and a plain outbox row, with the raw relay loop and consumer running. *handoff*: the payment and"
+        + " `Outbox.append`, with the relay and the ledger consumer running.\n\n").toString();
+  }
+
   public static List<Verdict> verdicts(Bench.Result r) {
     List<Verdict> v = new ArrayList<>();
     double best = 0;

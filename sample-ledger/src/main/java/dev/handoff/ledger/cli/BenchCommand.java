@@ -5,6 +5,7 @@ import dev.handoff.ledger.EmbeddedServers;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.bench.Bench;
 import dev.handoff.ledger.bench.BenchReport;
+import dev.handoff.ledger.bench.Shape;
 import dev.handoff.ledger.bench.Soak;
 import dev.handoff.ledger.bench.SoakReport;
 import dev.handoff.cli.Connections;
@@ -36,12 +37,11 @@ final class BenchCommand implements Callable<Integer> {
       + " (${DEFAULT-VALUE})")
   String duration;
 
-  @Option(names = "--producers", defaultValue = "2", description = "producer threads (${DEFAULT-VALUE})")
-  int producers;
-
-  @Option(names = "--producer-batch", defaultValue = "1",
-      description = "payments per producer transaction (${DEFAULT-VALUE}: one transaction per payment)")
-  int producerBatch;
+  @Option(names = "--shapes", split = ",", defaultValue = "32x1,64x1,4x10",
+      description = "producer shapes, comma-separated, <sessions>x<payments per transaction>; every rate runs at"
+          + " each (${DEFAULT-VALUE}: a web service's sessions, one payment each, and a batch job's); a soak runs at"
+          + " the first (2x1 unless given)")
+  List<String> shapes;
 
   @Option(names = "--shards", defaultValue = "4", description = "shards of the payments topic (${DEFAULT-VALUE})")
   int shards;
@@ -100,7 +100,7 @@ final class BenchCommand implements Callable<Integer> {
   String sampleEvery;
 
   @Option(names = "--quick", description = "a few seconds in all (for tests): --duration 3s --payments 2000"
-      + " --rate 500 --overload --overload-rate 500, unless given")
+      + " --shapes 2x1 --rate 500,0 --overload --overload-rate 500, unless given")
   boolean quick;
 
   @Option(names = "--report", defaultValue = "bench-report", description = "folder of report.md and the charts"
@@ -142,23 +142,34 @@ final class BenchCommand implements Callable<Integer> {
         payments = 2000;
       }
       if (!parsed.hasMatchedOption("--rate")) {
-        rates = List.of(500.0);
+        rates = List.of(500.0, 0.0);
       }
       if (!parsed.hasMatchedOption("--overload-rate")) {
         overloadRate = 500;
       }
+      if (!parsed.hasMatchedOption("--shapes")) {
+        shapes = List.of("2x1");
+      }
       overload = true;
+    }
+    if (soak != null && !parsed.hasMatchedOption("--shapes")) {
+      shapes = List.of("2x1"); // a soak holds a fixed rate for long: two producers are plenty
     }
     Bench.Config config = null;
     Soak.Config soakConfig = null;
+    int sessions = 0;
     try {
+      List<Shape> parsedShapes = shapes.stream().map(Shape::parse).toList();
+      sessions = parsedShapes.stream().mapToInt(Shape::sessions).max().orElse(1);
       if (soak != null) {
-        soakConfig = new Soak.Config(rates.get(0), parseDuration(soak, "--soak"), producers, producerBatch, shards,
+        Shape first = parsedShapes.get(0);
+        soakConfig = new Soak.Config(rates.get(0), parseDuration(soak, "--soak"), first.sessions(),
+            first.perTransaction(), shards,
             workers, batch, parseDuration(soakRetention, "--soak-retention"),
             parseDuration(soakDedupWindow, "--soak-dedup-window"), parseDuration(sampleEvery, "--sample-every"),
             schema, keyPrefix);
       } else {
-        config = new Bench.Config(rates, parseDuration(duration, "--duration"), producers, producerBatch, shards,
+        config = new Bench.Config(rates, parseDuration(duration, "--duration"), parsedShapes, shards,
             workers, batch, payments, retained, overload, overloadRate, schema, keyPrefix, keep,
             parseDuration(outboxRetention, "--outbox-retention"),
             parseDuration(maintenanceInterval, "--maintenance-interval"));
@@ -181,7 +192,7 @@ final class BenchCommand implements Callable<Integer> {
       if (embeddedPostgres || embeddedRedis) {
         out.printf("started %s in %.1fs%n", servers.describe(), (System.nanoTime() - t0) / 1e9);
       }
-      try (HikariDataSource db = Connections.database(jdbc, producers + workers + 8, "ledger-bench");
+      try (HikariDataSource db = Connections.database(jdbc, sessions + workers + 8, "ledger-bench");
           RedisClient redis = Connections.redis(redisAt, 16)) {
         ConnectionOptions.RedisTarget target = ConnectionOptions.parseRedisUrl(redisAt);
         if (soakConfig != null) {
