@@ -12,11 +12,10 @@ import java.time.Duration;
 final class CyclePacing {
 
   /**
-   * How long the batches a busy cycle wrote may wait for their mark when no notification brings the next cycle on:
-   * long enough that at a steady trickle of commits every mark folds into the next assignment, short enough that
-   * {@code published_at}, the published metrics and the status are current within a fraction of a second.
+   * The wait after a cycle that found rows: nothing announces new ones while the relay is awake, so it looks again
+   * this soon, and the batches it wrote are marked by that next cycle's transaction, with its assignment.
    */
-  static final long HELD_MARK_MILLIS = 100;
+  static final long BUSY_MILLIS = 5;
 
   /**
    * While the relay sleeps, every append wakes it, and the idle poll is a safety net (rows written by something
@@ -46,17 +45,18 @@ final class CyclePacing {
   }
 
   /**
-   * The wait before the next cycle. {@code holdsMarks}: batches wait for the next cycle's transaction to mark them;
+   * The wait before the next cycle. {@code holdsMarks}: batches wait for the next cycle's transaction to mark them,
+   * which comes after the shortest wait;
    * {@code notified}: the relay sleeps, so that every append to its shards notifies it, and no owned shard has rows
    * it could not take (a full list frees room without a notification).
    */
   long nextWaitMillis(boolean holdsMarks, boolean notified) {
     long cap = notified ? idlePollMillis * HEARING_POLL_FACTOR : idlePollMillis;
-    idleMillis = idleMillis == 0 ? 5 : Math.min(cap, idleMillis * 2);
     if (holdsMarks) {
       idleMillis = 0;
-      return Math.min(HELD_MARK_MILLIS, idlePollMillis);
+      return Math.min(BUSY_MILLIS, idlePollMillis);
     }
+    idleMillis = idleMillis == 0 ? BUSY_MILLIS : Math.min(cap, idleMillis * 2);
     return idleMillis;
   }
 }

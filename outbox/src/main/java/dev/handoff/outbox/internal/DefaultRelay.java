@@ -306,12 +306,14 @@ public final class DefaultRelay implements Relay {
     CyclePacing pacing = new CyclePacing(config.idlePollInterval());
     while (state.get() == State.RUNNING) {
       renewer.checkIn();
+      boolean found = false;
       try {
         work.lock();
         try {
           leaseKeeper.manage(false);
           health.checkBacklogIfDue(this::autocommit);
-          if (publisher.publishOwned(true).assigned() > 0 && notifications != null) {
+          found = publisher.publishOwned(true).assigned() > 0;
+          if (found && notifications != null) {
             notifications.requestWake(); // awake and busy: appends need not notify
           }
           if (maintenance.due()) {
@@ -324,6 +326,10 @@ public final class DefaultRelay implements Relay {
         if (publisher.mayHaveMore()) {
           pacing.busy();
           continue;
+        }
+        if (found) {
+          // Rows keep coming: look again after the shortest wait. Nothing announces them while the relay is awake.
+          pacing.busy();
         }
         long waitMillis = nextWait(pacing);
         long untilLeases = Math.max(1, (leaseKeeper.nextCheckNanos() - System.nanoTime()) / 1_000_000);

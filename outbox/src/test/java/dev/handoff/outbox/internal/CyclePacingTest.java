@@ -27,13 +27,14 @@ class CyclePacingTest {
   }
 
   @Test
-  void heldMarksWaitAtMostAHundredMillisecondsAndThenTheDoublingStartsOver() {
+  void heldMarksBringTheNextCycleOnAfterFiveMillisecondsAndThenTheDoublingStartsOver() {
     CyclePacing pacing = new CyclePacing(Duration.ofSeconds(1));
     waits(pacing, 10, true);
-    assertThat(pacing.nextWaitMillis(true, true)).isEqualTo(CyclePacing.HELD_MARK_MILLIS);
+    assertThat(pacing.nextWaitMillis(true, true)).isEqualTo(CyclePacing.BUSY_MILLIS);
     assertThat(pacing.nextWaitMillis(false, true)).isEqualTo(5L);
-    assertThat(new CyclePacing(Duration.ofMillis(20)).nextWaitMillis(true, false))
-        .as("never longer than the idle poll interval").isEqualTo(20L);
+    assertThat(pacing.nextWaitMillis(false, true)).isEqualTo(10L);
+    assertThat(new CyclePacing(Duration.ofMillis(2)).nextWaitMillis(true, false))
+        .as("never longer than the idle poll interval").isEqualTo(2L);
   }
 
   private static List<Long> waits(CyclePacing pacing, int n, boolean notified) {
