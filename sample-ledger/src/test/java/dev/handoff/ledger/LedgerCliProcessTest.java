@@ -71,7 +71,12 @@ abstract class LedgerCliProcessTest {
               && (transport == Transport.LIST ? listsEmpty() : pendingAndBacklogZero()));
       assertThat(chargesAtKill).isLessThan(payments);
 
-      // SIGTERM: each long-running process drains and exits 0
+      // SIGTERM: each long-running process drains and exits 0. Each has said it runs first, which it does once its
+      // SIGTERM handler is in place: the restarted consumer may still be starting when the others finished the work.
+      for (CliProcess p : List.of(relay, consumerB, restartedA)) {
+        await("running: " + p).atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100))
+            .until(() -> p.stdout().contains("SIGTERM to stop"));
+      }
       for (CliProcess p : List.of(relay, consumerB, restartedA)) {
         p.process.destroy();
       }

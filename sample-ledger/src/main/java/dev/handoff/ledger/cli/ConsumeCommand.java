@@ -11,7 +11,6 @@ import dev.handoff.cli.Signals;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
-import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -87,14 +86,13 @@ final class ConsumeCommand implements Callable<Integer> {
     String g = group != null ? group : naive ? NaiveConsumer.DEFAULT_GROUP : LedgerConsumer.DEFAULT_GROUP;
     String consumerName = name != null ? name : ConsumerNames.generate();
     CountDownLatch stop = Signals.termination();
-    var log = LoggerFactory.getLogger(ConsumeCommand.class);
     try (HikariDataSource db = connection.migratedDatabase(workers + 3, "ledger-consume")) {
       if (naive) {
         try (UnifiedJedis redis = connection.redis(workers + 2)) {
           NaiveConsumer consumer = new NaiveConsumer(db, redis, schema, keyPrefix, g, consumerName, workers,
               batchSize, idle);
           consumer.start();
-          log.info("naive consumer {} of group '{}' running ({} workers); SIGTERM to stop", consumerName, g, workers);
+          running("naive consumer %s of group '%s' running (%d workers); SIGTERM to stop", consumerName, g, workers);
           stop.await();
           consumer.close(drainTimeout);
           spec.commandLine().getOut().printf("naive consumer %s stopped: deliveries %,d, charges %,d, reclaimed %,d%n",
@@ -120,7 +118,7 @@ final class ConsumeCommand implements Callable<Integer> {
           .maxDeliveries(maxDeliveries)
           .build();
       consumer.start();
-      log.info("ledger consumer {} of group '{}' running on {} ({} workers); SIGTERM to stop", consumerName, g,
+      running("ledger consumer %s of group '%s' running on %s (%d workers); SIGTERM to stop", consumerName, g,
           t == Transport.LIST ? "lists" : "streams", workers);
       stop.await();
       boolean clean = consumer.close(drainTimeout);
@@ -132,5 +130,11 @@ final class ConsumeCommand implements Callable<Integer> {
           c.reclaimed(), c.deadLettered());
       return 0;
     }
+  }
+
+  /** The line that says the command runs, on standard output: its SIGTERM handler is in place once it is printed. */
+  private void running(String format, Object... args) {
+    spec.commandLine().getOut().printf(format + "%n", args);
+    spec.commandLine().getOut().flush();
   }
 }

@@ -13,7 +13,9 @@ import java.util.concurrent.CountDownLatch;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 import redis.clients.jedis.UnifiedJedis;
 
 /**
@@ -25,6 +27,9 @@ import redis.clients.jedis.UnifiedJedis;
 @Command(name = "relay", description = "Runs a relay until SIGTERM (exit 0 after draining); safe to SIGKILL and"
     + " restart.")
 final class RelayCommand implements Callable<Integer> {
+
+  @Spec
+  CommandSpec spec;
 
   @Mixin
   ConnectionOptions connection;
@@ -66,9 +71,11 @@ final class RelayCommand implements Callable<Integer> {
       }
       Relay relay = builder.build();
       relay.start();
-      LoggerFactory.getLogger(RelayCommand.class).info("relay running ({}) against {} and {}; SIGTERM to stop",
+      // On standard output: its SIGTERM handler is in place once this is printed.
+      spec.commandLine().getOut().printf("relay running (%s) against %s and %s; SIGTERM to stop%n",
           t == Transport.LIST ? "lists, capacity " + listCapacity + " per shard" : "streams",
           connection.maskedJdbcUrl(), connection.maskedRedisUrl());
+      spec.commandLine().getOut().flush();
       stop.await();
       boolean drained = relay.close(drainTimeout);
       LoggerFactory.getLogger(RelayCommand.class).info("relay stopped{}",
