@@ -45,7 +45,7 @@ public final class EmbeddedServers implements AutoCloseable {
             .setServerConfig("fsync", onOff)
             .setServerConfig("synchronous_commit", onOff)
             .setServerConfig("full_page_writes", onOff)
-            .setServerConfig("max_connections", "100")
+            .setServerConfig("max_connections", "300")
             .start();
       }
       if (wantRedis) {

@@ -12,24 +12,21 @@ import java.util.concurrent.atomic.AtomicLong;
  * commit per second without handoff's append, measured over the producers' whole time as an end-to-end run's produced
  * rate is.
  */
-record BareProducers(LedgerServers servers, Bench.Config config, TimedLog log) {
+record BareProducers(LedgerServers servers, Bench.Config config, TimedLog log, String jdbcUrl) {
 
   /** Runs in {@code schema}, which must be freshly prepared; returns payments committed per second. */
   double run(String schema, String idPrefix) {
     RawProducerBaseline inserts = new RawProducerBaseline(schema, config.shards());
     AtomicLong paid = new AtomicLong();
-    long t0 = System.nanoTime();
-    long until = t0 + config.duration().toNanos();
-    PacedProducers producers = new PacedProducers("bench-bare-producer-", config.producers(),
-        config.producerBatch(), 0);
-    producers.start(t0, until, batch -> {
-      try (Connection tx = servers.dataSource().getConnection()) {
-        tx.setAutoCommit(false);
-        inserts.insertPayments(tx, batch);
-        tx.commit();
-      }
-    }, (base, count) -> BenchPayments.batch(idPrefix, base, count), (base, batch, now) ->
-        paid.addAndGet(batch.size()));
+    ProducerRun producers = ProducerRun.start(config, jdbcUrl, ProducerProcess.Mode.BARE, schema, idPrefix, 0,
+        batch -> {
+          try (Connection tx = servers.dataSource().getConnection()) {
+            tx.setAutoCommit(false);
+            inserts.insertPayments(tx, batch);
+            tx.commit();
+          }
+        }, (base, count, now) -> paid.addAndGet(count));
+    long t0 = producers.from();
     producers.join();
     double seconds = (System.nanoTime() - t0) / 1e9;
     if (producers.failure() != null) {
@@ -37,8 +34,8 @@ record BareProducers(LedgerServers servers, Bench.Config config, TimedLog log) {
     }
     // As an end-to-end run's produced rate: every payment over the producers' whole time.
     double rate = paid.get() / seconds;
-    log.event("bare producers (%s x %d payment(s)/tx, payment rows only, flat out): %,.0f payments/s (%,d in"
-        + " %.1fs)", config.producers(), config.producerBatch(), rate, paid.get(), seconds);
+    log.event("bare producers (%s, payment rows only, flat out): %,.0f payments/s (%,d in %.1fs)",
+        config.shape().describe(), rate, paid.get(), seconds);
     return rate;
   }
 }

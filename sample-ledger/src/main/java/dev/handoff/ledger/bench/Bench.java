@@ -47,7 +47,7 @@ public final class Bench {
    */
   public record Config(List<Double> rates, Duration duration, List<Shape> shapes, int shards,
       int workers, int batch, int payments, long retained, boolean overload, double overloadRate, String schema,
-      String keyPrefix, boolean keep, Duration outboxRetention, Duration maintenanceInterval) {
+      String keyPrefix, boolean keep, Duration outboxRetention, Duration maintenanceInterval, int wakeUps) {
 
     public Config {
       rates = List.copyOf(rates);
@@ -61,14 +61,20 @@ public final class Bench {
       if (duration.toMillis() < 1000) {
         throw new IllegalArgumentException("--duration must be at least 1s, was " + duration);
       }
-      if (shards < 1 || workers < 1 || batch < 1 || payments < 100) {
-        throw new IllegalArgumentException("--shards, --workers, --batch must be >= 1 and --payments >= 100");
+      if (shards < 1 || workers < 1 || batch < 1 || payments < 100 || wakeUps < 0) {
+        throw new IllegalArgumentException("--shards, --workers, --batch must be >= 1, --payments >= 100 and"
+            + " --wake-ups >= 0");
       }
     }
 
-    /** The producer threads of the first shape: the one the components, the scale checks and the overload use. */
+    /** The first shape: the one the components, the scale checks and the overload use. */
+    Shape shape() {
+      return shapes.get(0);
+    }
+
+    /** The producer threads of the first shape (in this JVM, for the components and the overload: all of them). */
     int producers() {
-      return shapes.get(0).sessions();
+      return shapes.get(0).totalSessions();
     }
 
     /** Payments per producer transaction of the first shape. */
@@ -79,7 +85,7 @@ public final class Bench {
     /** This configuration with {@code shape} first. */
     Config withShape(Shape shape) {
       return new Config(rates, duration, List.of(shape), shards, workers, batch, payments, retained, overload,
-          overloadRate, schema, keyPrefix, keep, outboxRetention, maintenanceInterval);
+          overloadRate, schema, keyPrefix, keep, outboxRetention, maintenanceInterval, wakeUps);
     }
 
     TopicConfig topic() {
@@ -184,7 +190,8 @@ public final class Bench {
 
   /** Everything measured. */
   public record Result(Environment env, Config config, Parts parts, List<Run> runs, List<RawRun> raw,
-      List<ProducerSide> producerSides, Run empty, Run retained, double retainedInsertSeconds, Run overload) {}
+      List<ProducerSide> producerSides, Run empty, Run retained, double retainedInsertSeconds, Run overload,
+      double[] wakeUpMillis) {}
 
   /** Histogram bucket upper bounds in milliseconds (the last bucket is open). */
   static final double[] BUCKETS_MS = {1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000, 2000,
@@ -197,12 +204,12 @@ public final class Bench {
    * ({@code <schema>_parts}, {@code _raw}, {@code _empty}, {@code _retained}, {@code _overload} and the same
    * suffixes on the key prefix) belong to the benchmark: they are dropped before use and, unless {@code keep}, after.
    */
-  public static Result run(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer,
+  public static Result run(DataSource dataSource, String jdbcUrl, UnifiedJedis redis, HostAndPort redisServer,
       JedisClientConfig redisConfig, Config config, String described, PrintWriter out) {
     TimedLog log = new TimedLog(out, 7);
     LedgerServers servers = new LedgerServers(dataSource, redis, redisServer, redisConfig);
     BenchFixtures fixtures = new BenchFixtures(dataSource, redis, config);
-    EndToEnd endToEnd = new EndToEnd(servers, config, log);
+    EndToEnd endToEnd = new EndToEnd(servers, config.withShape(inProcess(config.shape())), log, jdbcUrl);
 
     Environment env = Environment.probe(dataSource, redis, described);
     log.event("%s", env.oneLine());
@@ -218,8 +225,8 @@ public final class Bench {
     int i = 1;
     for (Shape shape : config.shapes()) {
       Config shaped = config.withShape(shape);
-      EndToEnd shapedRun = new EndToEnd(servers, shaped, log);
-      RawPipeline rawPipeline = new RawPipeline(servers, shaped, log);
+      EndToEnd shapedRun = new EndToEnd(servers, shaped, log, jdbcUrl);
+      RawPipeline rawPipeline = new RawPipeline(servers, shaped, log, jdbcUrl);
       for (double rate : config.rates()) {
         String name = shape + ", " + (rate == 0 ? "flat out" : String.format("%,.0f/s", rate));
         Run run = shapedRun.run(new EndToEnd.Spec("run " + i + " (" + name + ")", config.schema(),
@@ -234,7 +241,7 @@ public final class Bench {
             100 * run.endToEnd() / rawRun.run().endToEnd(), rawRun.run().endToEnd());
         if (rate == 0) {
           double bare = inAux(fixtures, "bare", BenchFixtures.History.FULL, (schema, prefix) ->
-              new BareProducers(servers, shaped, log).run(schema, "b" + n + "-"));
+              new BareProducers(servers, shaped, log, jdbcUrl).run(schema, "b" + n + "-"));
           ProducerSide side = new ProducerSide(shape, bare, rawRun.run().producedRate(), run.producedRate());
           sides.add(side);
           log.printf("producer side (%s): handoff %,.0f tx/s = %.0f%% of the same transactions without the"
@@ -271,7 +278,17 @@ public final class Bench {
           new EndToEnd.Spec(String.format("overload: producers %,.0f/s, consumers limited to %,.0f/s", rate,
               rate / 10), schema, prefix, "o-", rate, rate / 10, false)));
     }
-    return new Result(env, config, parts, runs, raw, sides, empty, retained, insertSeconds, overload);
+    double[] wakeUps = new double[0];
+    if (config.wakeUps() > 0) {
+      wakeUps = inAux(fixtures, "wake", BenchFixtures.History.WITHOUT_OUTBOX_ROWS, (schema, prefix) ->
+          new WakeUps(servers, config, log).measure(schema, prefix, config.wakeUps()));
+    }
+    return new Result(env, config, parts, runs, raw, sides, empty, retained, insertSeconds, overload, wakeUps);
+  }
+
+  /** {@code shape} with all its sessions in this JVM: how the scale checks and the overload run. */
+  private static Shape inProcess(Shape shape) {
+    return new Shape(1, shape.totalSessions(), shape.perTransaction());
   }
 
   private interface AuxRun<R> {

@@ -131,6 +131,13 @@ public final class BenchReport {
 
       md.append(RawPipelineReport.section(r));
       md.append(producerSide(r));
+      if (r.wakeUpMillis().length > 0) {
+        double[] w = r.wakeUpMillis();
+        md.append(String.format(Locale.ROOT, "### First row after %d s idle%%n%%n%d times, one payment after %d s with"
+            + " nothing to do, its commit to its stream entry (a blocking `XREAD`): p50 %.1f ms, p99 %.1f ms, max"
+            + " %.1f ms.%%n%%n", WakeUps.IDLE_SECONDS, w.length, WakeUps.IDLE_SECONDS, WakeUps.pct(w, 0.50),
+            WakeUps.pct(w, 0.99), w[w.length - 1]));
+      }
       files.add(svg(dir, RateChart.FILE, RateChart.svg(r)));
       md.append("### Throughput and p99 against the asked rate\n\n![throughput and p99 against the asked rate](")
           .append(RateChart.FILE).append(")\n\nA flat-out run is plotted at the rate its producers reached, each"

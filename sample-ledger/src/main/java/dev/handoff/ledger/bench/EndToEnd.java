@@ -18,7 +18,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * and the sampler each get a {@link CountingDataSource} of their own, so that each one's transactions are counted
  * exactly; Redis's command counts are read before and after, for the consumer's calls per batch.
  */
-record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log) {
+record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log, String jdbcUrl) {
 
   /**
    * What to run.
@@ -32,10 +32,9 @@ record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log) {
 
   Bench.Run run(Spec spec) {
     Duration duration = config.duration();
-    log.event("%s: %s for %ds, %d producer(s) x %d payment(s)/tx, relay, %d worker(s) x batch %d, %d shards",
+    log.event("%s: %s for %ds, producers %s, relay, %d worker(s) x batch %d, %d shards",
         spec.name(), spec.rate() == 0 ? "flat out" : String.format("%,.0f payments/s", spec.rate()),
-        duration.toSeconds(), config.producers(), config.producerBatch(), config.workers(), config.batch(),
-        config.shards());
+        duration.toSeconds(), config.shape().describe(), config.workers(), config.batch(), config.shards());
     long origin = System.nanoTime();
     Timings timings = new Timings(origin);
     AtomicLong paid = new AtomicLong();
@@ -56,17 +55,15 @@ record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log) {
     RunSampler sampler = new RunSampler(samplerDb, probe, spec.schema(), origin, paid::get, charges::charged, log);
     sampler.start();
 
-    long t0 = System.nanoTime();
-    PacedProducers producers = new PacedProducers("bench-producer-", config.producers(), config.producerBatch(),
-        spec.rate());
-    producers.start(t0, t0 + duration.toNanos(), service::payAll, (base, count) -> BenchPayments.batch(
-        spec.idPrefix(), base, count), (base, batch, now) -> {
-          for (int i = 0; i < batch.size(); i++) {
+    ProducerRun producers = ProducerRun.start(config, jdbcUrl, ProducerProcess.Mode.HANDOFF, spec.schema(),
+        spec.idPrefix(), spec.rate(), service::payAll, (base, count, now) -> {
+          for (int i = 0; i < count; i++) {
             timings.committed(base + i, now);
           }
-          paid.addAndGet(batch.size());
+          paid.addAndGet(count);
           producerCommits.incrementAndGet();
         });
+    long t0 = producers.from();
     producers.join();
     long stopped = System.nanoTime();
     if (producers.failure() != null) {

@@ -23,9 +23,9 @@ final class PacedProducers {
     void pay(List<Payment> batch) throws Exception;
   }
 
-  /** Called on the producer's thread right after {@code batch} (numbered from {@code base}) committed. */
+  /** Called right after the {@code count} payments numbered from {@code base} committed, at {@code nanos}. */
   interface Committed {
-    void committed(long base, List<Payment> batch, long nanos);
+    void committed(long base, int count, long nanos);
   }
 
   private final String threadName;
@@ -43,8 +43,21 @@ final class PacedProducers {
     this.rate = rate;
   }
 
+  /** How a producer's own count of payments becomes the payment numbers it writes. */
+  interface Numbering {
+    long base(long local, int perTransaction);
+  }
+
   /** Starts the producers, paced from {@code from} and stopping at {@code until} ({@link System#nanoTime()}). */
   void start(long from, long until, Pay pay, Payments payments, Committed committed) {
+    start(from, until, pay, payments, committed, (local, pb) -> local);
+  }
+
+  /**
+   * As {@link #start(long, long, Pay, Payments, Committed)}, with payment numbers from {@code numbering}: one of
+   * several producer processes takes every n-th block of numbers, so that together they number densely.
+   */
+  void start(long from, long until, Pay pay, Payments payments, Committed committed, Numbering numbering) {
     AtomicLong next = new AtomicLong();
     int pb = perTransaction;
     double perProducer = rate / producers;
@@ -62,10 +75,10 @@ final class PacedProducers {
             if (System.nanoTime() >= until) {
               return;
             }
-            long base = next.getAndAdd(pb);
+            long base = numbering.base(next.getAndAdd(pb), pb);
             List<Payment> batch = payments.batch(base, pb);
             pay.pay(batch);
-            committed.committed(base, batch, System.nanoTime());
+            committed.committed(base, batch.size(), System.nanoTime());
           }
         } catch (Throwable e) {
           failure.compareAndSet(null, e);

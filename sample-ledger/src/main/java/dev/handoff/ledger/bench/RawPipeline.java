@@ -19,14 +19,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@link RawConsumerLoop}, for the same duration, then the drain. Timed and analysed as the end-to-end run is (same
  * clock points, same {@link RunAnalysis}), with every commit counted in process.
  */
-record RawPipeline(LedgerServers servers, Bench.Config config, TimedLog log) {
+record RawPipeline(LedgerServers servers, Bench.Config config, TimedLog log, String jdbcUrl) {
 
   /** Runs in {@code schema} and {@code prefix}, which must be freshly prepared; counts the charges before returning. */
   Bench.RawRun run(String name, String schema, String prefix, String idPrefix, double rate) {
     Duration duration = config.duration();
-    log.event("%s: raw pipeline (no handoff code), %s for %ds, %d producer(s) x %d payment(s)/tx, one relay loop,"
+    log.event("%s: raw pipeline (no handoff code), %s for %ds, producers %s, one relay loop,"
         + " %d consumer thread(s) x batch %d, %d shards", name, rate == 0 ? "flat out"
-        : String.format("%,.0f payments/s", rate), duration.toSeconds(), config.producers(), config.producerBatch(),
+        : String.format("%,.0f payments/s", rate), duration.toSeconds(), config.shape().describe(),
         config.workers(), config.batch(), config.shards());
     long origin = System.nanoTime();
     Timings timings = new Timings(origin);
@@ -49,16 +49,15 @@ record RawPipeline(LedgerServers servers, Bench.Config config, TimedLog log) {
     RunSampler sampler = new RunSampler(samplerDb, probe, schema, origin, paid::get, consumers::charged, log);
     sampler.start();
 
-    long t0 = System.nanoTime();
-    PacedProducers producers = new PacedProducers("bench-raw-producer-", config.producers(),
-        config.producerBatch(), rate);
-    producers.start(t0, t0 + duration.toNanos(), batch -> pay(inserts, batch, producerCommits), (base, count) ->
-        BenchPayments.batch(idPrefix, base, count), (base, batch, now) -> {
-          for (int i = 0; i < batch.size(); i++) {
+    ProducerRun producers = ProducerRun.start(config, jdbcUrl, ProducerProcess.Mode.RAW, schema, idPrefix, rate,
+        batch -> pay(inserts, batch), (base, count, now) -> {
+          for (int i = 0; i < count; i++) {
             timings.committed(base + i, now);
           }
-          paid.addAndGet(batch.size());
+          paid.addAndGet(count);
+          producerCommits.incrementAndGet();
         });
+    long t0 = producers.from();
     producers.join();
     long stopped = System.nanoTime();
     long total = paid.get();
@@ -105,13 +104,12 @@ record RawPipeline(LedgerServers servers, Bench.Config config, TimedLog log) {
     return commits < 0 || payments == 0 ? Double.NaN : commits / (double) payments;
   }
 
-  /** One producer transaction: the payments and their outbox rows, committed, counted. */
-  private void pay(RawProducerBaseline inserts, List<Payment> batch, AtomicLong commits) throws SQLException {
+  /** One producer transaction: the payments and their outbox rows, committed. */
+  private void pay(RawProducerBaseline inserts, List<Payment> batch) throws SQLException {
     try (Connection tx = servers.dataSource().getConnection()) {
       tx.setAutoCommit(false);
       inserts.insert(tx, batch);
       tx.commit();
-      commits.incrementAndGet();
     }
   }
 

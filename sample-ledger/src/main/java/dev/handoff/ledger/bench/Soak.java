@@ -163,9 +163,9 @@ public final class Soak {
     PacedProducers producers = new PacedProducers("soak-producer-", config.producers(), config.producerBatch(),
         config.rate());
     producers.start(origin, end, new PaymentService(dataSource, schema, config.topic())::payAll, Soak::payments,
-        (base, batch, now) -> {
-          batch.forEach(b -> committedAt.put(b.paymentId(), now));
-          paid.addAndGet(batch.size());
+        (base, count, now) -> {
+          payments(base, count).forEach(b -> committedAt.put(b.paymentId(), now));
+          paid.addAndGet(count);
         });
 
     List<Sample> samples = new ArrayList<>();

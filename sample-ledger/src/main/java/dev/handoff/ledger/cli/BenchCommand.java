@@ -43,6 +43,10 @@ final class BenchCommand implements Callable<Integer> {
           + " the first (2x1 unless given)")
   List<String> shapes;
 
+  @Option(names = "--wake-ups", defaultValue = "0", description = "also time this many single payments, each after"
+      + " 5 s idle, from commit to stream: how soon a sleeping relay wakes (${DEFAULT-VALUE})")
+  int wakeUps;
+
   @Option(names = "--shards", defaultValue = "4", description = "shards of the payments topic (${DEFAULT-VALUE})")
   int shards;
 
@@ -160,7 +164,10 @@ final class BenchCommand implements Callable<Integer> {
     int sessions = 0;
     try {
       List<Shape> parsedShapes = shapes.stream().map(Shape::parse).toList();
-      sessions = parsedShapes.stream().mapToInt(Shape::sessions).max().orElse(1);
+      // The pool serves the producers that run in this JVM: every shape of one process, and the first shape's
+      // sessions together (the components and the overload run them here); producer processes have their own.
+      sessions = Math.max(parsedShapes.get(0).processes() * parsedShapes.get(0).sessions(), parsedShapes.stream()
+          .filter(sh -> sh.processes() == 1).mapToInt(Shape::sessions).max().orElse(1));
       if (soak != null) {
         Shape first = parsedShapes.get(0);
         soakConfig = new Soak.Config(rates.get(0), parseDuration(soak, "--soak"), first.sessions(),
@@ -172,7 +179,7 @@ final class BenchCommand implements Callable<Integer> {
         config = new Bench.Config(rates, parseDuration(duration, "--duration"), parsedShapes, shards,
             workers, batch, payments, retained, overload, overloadRate, schema, keyPrefix, keep,
             parseDuration(outboxRetention, "--outbox-retention"),
-            parseDuration(maintenanceInterval, "--maintenance-interval"));
+            parseDuration(maintenanceInterval, "--maintenance-interval"), wakeUps);
       }
     } catch (IllegalArgumentException e) {
       throw new LedgerException(e.getMessage());
@@ -203,7 +210,7 @@ final class BenchCommand implements Callable<Integer> {
           out.flush();
           return soaked.passed() ? 0 : 1;
         }
-        Bench.Result result = Bench.run(db, redis, target.server(), target.config(), config, described, out);
+        Bench.Result result = Bench.run(db, jdbc, redis, target.server(), target.config(), config, described, out);
         List<Path> files = BenchReport.write(result, report, "sample-ledger "
             + String.join(" ", maskedArgs()));
         out.println();
