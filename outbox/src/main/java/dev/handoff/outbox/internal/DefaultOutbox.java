@@ -102,6 +102,10 @@ public final class DefaultOutbox implements Outbox {
     if (messages.isEmpty()) {
       return List.of();
     }
+    if (messages.size() == 1) {
+      // One row: the single-row statement, which the server parses and plans in a fraction of the batch one's time.
+      return List.of(append(tx, Objects.requireNonNull(messages.get(0), "messages must not contain null")));
+    }
     int n = messages.size();
     List<Prepared> prepared = new ArrayList<>(n);
     Map<String, Integer> perTopic = new LinkedHashMap<>();
