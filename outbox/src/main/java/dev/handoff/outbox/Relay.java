@@ -46,7 +46,8 @@ public interface Relay extends AutoCloseable {
 
   /**
    * Starts the relay's thread, which runs until {@link #close()}: it takes its share of the shards, publishes as
-   * rows are committed (polling while busy, woken by appends' {@code pg_notify} once it sleeps), trims streams and purges old rows.
+   * rows are committed (polling while busy, woken by appends' {@code pg_notify} once it sleeps), trims streams and
+   * purges old rows.
    *
    * @throws IllegalStateException if the relay was already started or closed
    */

@@ -20,8 +20,8 @@ final class CyclePacing {
   /**
    * While the relay sleeps, every append wakes it, and the idle poll is a safety net (rows written by something
    * other than handoff, a LISTEN connection that died without a word): looking 10 times less often takes an idle
-   * relay's database cost
-   * below 2 transactions a second whatever it owns, and such a row waits at most 10 idle poll intervals.
+   * relay's database cost below 2 transactions a second whatever it owns, and such a row waits at most 10 idle
+   * poll intervals.
    */
   static final int HEARING_POLL_FACTOR = 10;
 
@@ -46,9 +46,8 @@ final class CyclePacing {
 
   /**
    * The wait before the next cycle. {@code holdsMarks}: batches wait for the next cycle's transaction to mark them,
-   * which comes after the shortest wait;
-   * {@code notified}: the relay sleeps, so that every append to its shards notifies it, and no owned shard has rows
-   * it could not take (a full list frees room without a notification).
+   * which comes after the shortest wait; {@code notified}: the relay sleeps, so that every append to its shards
+   * notifies it, and no owned shard has rows it could not take (a full list frees room without a notification).
    */
   long nextWaitMillis(boolean holdsMarks, boolean notified) {
     long cap = notified ? idlePollMillis * HEARING_POLL_FACTOR : idlePollMillis;

@@ -76,47 +76,41 @@ class AppendWakeUpTest {
 
   @Test
   void anAppendNotifiesOnlyWhileItsShardsRelaySleepsAndTheFirstOneWakesIt() throws Exception {
-    String channel = Notifications.channel(env.schema());
-    try (Connection counter = listen(channel)) {
-      PGConnection pg = counter.unwrap(PGConnection.class);
-      drainUntilMarker(pg, channel);
+    try (ListenCounter counter = new ListenCounter()) {
 
       appendEach(100, "payments");
       appendBatch(20, "payments", "refunds");
-      assertThat(drainUntilMarker(pg, channel)).as("notifications from 120 appends to an awake relay").isEmpty();
+      assertThat(counter.drain()).as("notifications from 120 appends to an awake relay").isEmpty();
 
       fallAsleepOn(Set.of(PAYMENTS));
       appendEach(1, "refunds");
-      assertThat(drainUntilMarker(pg, channel)).as("an append to a shard nobody sleeps on").isEmpty();
+      assertThat(counter.drain()).as("an append to a shard nobody sleeps on").isEmpty();
 
       appendEach(1, "payments");
-      assertThat(drainUntilMarker(pg, channel)).as("the first append to the sleeping shard")
+      assertThat(counter.drain()).as("the first append to the sleeping shard")
           .containsExactly("payments");
       // The listener heard it, woke the relay and gave its lock back: the appends that follow notify nothing.
       await().atMost(DEADLINE).until(() -> !listener.asleepOn(Set.of(PAYMENTS)));
       appendEach(100, "payments");
-      assertThat(drainUntilMarker(pg, channel)).as("appends after the relay woke").isEmpty();
+      assertThat(counter.drain()).as("appends after the relay woke").isEmpty();
       assertThat(env.queryLong("SELECT (pg_notification_queue_usage() * 1e6)::bigint")).as("queue usage").isZero();
     }
   }
 
   @Test
   void aBatchToASleepingShardNotifiesOnceAndARolledBackOneNotAtAll() throws Exception {
-    String channel = Notifications.channel(env.schema());
-    try (Connection counter = listen(channel)) {
-      PGConnection pg = counter.unwrap(PGConnection.class);
-      drainUntilMarker(pg, channel);
+    try (ListenCounter counter = new ListenCounter()) {
       fallAsleepOn(Set.of(PAYMENTS, new ShardId("refunds", 0)));
 
       try (Connection tx = transaction()) {
         outbox.append(tx, Message.builder("payments", "payment.created").build());
         tx.rollback();
       }
-      assertThat(drainUntilMarker(pg, channel)).as("a rolled-back append").isEmpty();
+      assertThat(counter.drain()).as("a rolled-back append").isEmpty();
       assertThat(listener.asleepOn(Set.of(PAYMENTS, new ShardId("refunds", 0)))).isTrue();
 
       appendBatch(30, "payments", "refunds");
-      assertThat(drainUntilMarker(pg, channel)).as("one batch to two sleeping shards")
+      assertThat(counter.drain()).as("one batch to two sleeping shards")
           .containsExactlyInAnyOrder("payments", "refunds");
     }
   }
@@ -224,53 +218,66 @@ class AppendWakeUpTest {
     return c;
   }
 
-  private Connection listen(String channel) throws SQLException {
-    Properties props = new Properties();
-    if (env.postgres().user() != null) {
-      props.setProperty("user", env.postgres().user());
-    }
-    if (env.postgres().password() != null) {
-      props.setProperty("password", env.postgres().password());
-    }
-    Connection c = DriverManager.getConnection(env.postgres().jdbcUrl(), props);
-    try (Statement s = c.createStatement()) {
-      s.execute("LISTEN \"" + channel + "\"");
-    }
-    return c;
-  }
-
   /**
-   * Every notification delivered before a marker notification sent from another connection, as payloads.
-   * PostgreSQL delivers the notifications of committed transactions in commit order, so whatever committed before
-   * the marker has arrived once the marker has.
+   * A LISTEN session of the test's own on the schema's channel. {@link #drain()} returns every notification
+   * delivered before a marker notification it sends from another connection, as payloads. PostgreSQL delivers the
+   * notifications of committed transactions in commit order, so whatever committed before the marker has arrived
+   * once the marker has. It starts by draining what came before it.
    */
-  private List<String> drainUntilMarker(PGConnection pg, String channel) throws SQLException {
-    String marker = "marker-" + UUID.randomUUID();
-    try (Connection c = env.dataSource().getConnection();
-        PreparedStatement ps = c.prepareStatement("SELECT pg_notify(?, ?)")) {
-      if (!c.getAutoCommit()) {
-        c.setAutoCommit(true);
+  private final class ListenCounter implements AutoCloseable {
+
+    private final String channel = Notifications.channel(env.schema());
+    private final Connection connection;
+
+    ListenCounter() throws SQLException {
+      Properties props = new Properties();
+      if (env.postgres().user() != null) {
+        props.setProperty("user", env.postgres().user());
       }
-      ps.setString(1, channel);
-      ps.setString(2, marker);
-      ps.execute();
+      if (env.postgres().password() != null) {
+        props.setProperty("password", env.postgres().password());
+      }
+      connection = DriverManager.getConnection(env.postgres().jdbcUrl(), props);
+      try (Statement s = connection.createStatement()) {
+        s.execute("LISTEN \"" + channel + "\"");
+      }
+      drain();
     }
-    List<String> payloads = new ArrayList<>();
-    long deadline = System.nanoTime() + DEADLINE.toNanos();
-    while (true) {
-      long left = (deadline - System.nanoTime()) / 1_000_000L;
-      assertThat(left).as("marker %s not received; before it: %s", marker, payloads).isPositive();
-      PGNotification[] batch = pg.getNotifications((int) Math.min(left, 1_000));
-      if (batch != null) {
-        for (PGNotification n : batch) {
-          if (n.getParameter().equals(marker)) {
-            return payloads;
-          }
-          if (!n.getParameter().startsWith("probe:")) {
-            payloads.add(n.getParameter());
+
+    List<String> drain() throws SQLException {
+      String marker = "marker-" + UUID.randomUUID();
+      try (Connection c = env.dataSource().getConnection();
+          PreparedStatement ps = c.prepareStatement("SELECT pg_notify(?, ?)")) {
+        if (!c.getAutoCommit()) {
+          c.setAutoCommit(true);
+        }
+        ps.setString(1, channel);
+        ps.setString(2, marker);
+        ps.execute();
+      }
+      PGConnection pg = connection.unwrap(PGConnection.class);
+      List<String> payloads = new ArrayList<>();
+      long deadline = System.nanoTime() + DEADLINE.toNanos();
+      while (true) {
+        long left = (deadline - System.nanoTime()) / 1_000_000L;
+        assertThat(left).as("marker %s not received; before it: %s", marker, payloads).isPositive();
+        PGNotification[] batch = pg.getNotifications((int) Math.min(left, 1_000));
+        if (batch != null) {
+          for (PGNotification n : batch) {
+            if (n.getParameter().equals(marker)) {
+              return payloads;
+            }
+            if (!n.getParameter().startsWith("probe:")) {
+              payloads.add(n.getParameter());
+            }
           }
         }
       }
+    }
+
+    @Override
+    public void close() throws SQLException {
+      connection.close();
     }
   }
 }
