@@ -137,6 +137,11 @@ final class LeaseRenewer {
     } catch (SQLException | RuntimeException e) {
       log.warn("relay {}: lease renewal failed ({}); it runs again in {} ms", config.owner(), e.toString(),
           config.leaseTtl().toMillis() / 3);
+    } catch (Throwable e) {
+      // The executor cancels a periodic task for good once it throws: one Error escaping here would end every
+      // later renewal while the relay's thread, and its health, carried on as if its leases were safe.
+      log.error("relay {}: lease renewal failed; it runs again in {} ms", config.owner(),
+          config.leaseTtl().toMillis() / 3, e);
     }
   }
 }

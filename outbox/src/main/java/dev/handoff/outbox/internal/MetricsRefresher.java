@@ -63,6 +63,10 @@ public final class MetricsRefresher implements AutoCloseable {
         log.warn("metrics of {}: refresh failed, the gauges keep their last values: {}", name, e.toString());
         failing = true;
       }
+    } catch (Throwable e) {
+      // Caught whatever it is: the executor would cancel every later refresh of a task that threw once.
+      log.error("metrics of {}: refresh failed, the gauges keep their last values", name, e);
+      failing = true;
     } finally {
       running.unlock();
     }

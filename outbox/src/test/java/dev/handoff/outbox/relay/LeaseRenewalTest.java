@@ -11,12 +11,17 @@ import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.testkit.RelayFaults;
 import dev.handoff.outbox.testkit.SimulatedCrash;
 import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.LogCapture;
 import dev.handoff.testing.TestEnvironment;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -170,6 +175,30 @@ class LeaseRenewalTest {
     }
   }
 
+  @Test
+  void anErrorThrownInsideARenewalEndsThatRenewalOnlyAndTheNextOnesStillRenewTheLease() throws Exception {
+    // The real fault: the connection source throws an Error once, on the lease thread only, as a broken driver or
+    // an agent can. A periodic task that let it escape would be cancelled for good, silently.
+    AtomicInteger leaseThreadBorrows = new AtomicInteger();
+    AtomicInteger borrowsAtTheError = new AtomicInteger(-1);
+    DataSource failingOnce = erroringOnceOnTheLeaseThread(env.dataSource(), leaseThreadBorrows, borrowsAtTheError);
+    try (LogCapture logs = LogCapture.start();
+        Relay relay = Relay.builder(failingOnce, env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+            .topic(TopicConfig.of(TOPIC)).owner("relay-error").leaseTtl(TTL)
+            .idlePollInterval(Duration.ofMillis(50)).build()) {
+      relay.start();
+      await().atMost(Duration.ofSeconds(30)).until(() -> borrowsAtTheError.get() >= 0);
+      long epoch = env.queryLong("select epoch from relay_lease where topic = ? and owner = 'relay-error'", TOPIC);
+
+      await().atMost(Duration.ofSeconds(30)).until(() -> leaseThreadBorrows.get() >= borrowsAtTheError.get() + 2);
+
+      assertThat(leaseLeftMillis("relay-error")).as("renewed after the error").isPositive();
+      assertThat(env.queryLong("select epoch from relay_lease where topic = ?", TOPIC)).isEqualTo(epoch);
+      assertThat(logs.warnings()).anyMatch(l -> l.startsWith("ERROR ") && l.contains("lease renewal failed")
+          && l.contains("simulated linkage failure"));
+    }
+  }
+
   private RelayBuilder relay(String owner) {
     return relay(owner, TopicConfig.of(TOPIC));
   }
@@ -208,5 +237,28 @@ class LeaseRenewalTest {
 
   private static boolean threadAlive(String name) {
     return Thread.getAllStackTraces().keySet().stream().anyMatch(t -> t.isAlive() && t.getName().equals(name));
+  }
+
+  /**
+   * {@code delegate}, except that the first connection asked for on the relay's lease thread (after the first
+   * renewal) throws a {@link LinkageError}; every borrow on that thread is counted.
+   */
+  private static DataSource erroringOnceOnTheLeaseThread(DataSource delegate, AtomicInteger leaseThreadBorrows,
+      AtomicInteger borrowsAtTheError) {
+    return (DataSource) Proxy.newProxyInstance(LeaseRenewalTest.class.getClassLoader(),
+        new Class<?>[] {DataSource.class}, (proxy, method, args) -> {
+          if (method.getName().equals("getConnection")
+              && Thread.currentThread().getName().startsWith("handoff-relay-lease-")) {
+            int n = leaseThreadBorrows.incrementAndGet();
+            if (n == 2 && borrowsAtTheError.compareAndSet(-1, n)) {
+              throw new LinkageError("simulated linkage failure");
+            }
+          }
+          try {
+            return method.invoke(delegate, args);
+          } catch (InvocationTargetException e) {
+            throw e.getCause();
+          }
+        });
   }
 }
