@@ -6,9 +6,16 @@ import java.sql.Connection;
  * The application's work for one message, done in the database transaction that handoff opened for it.
  *
  * <p>When {@code handle} is called, handoff has just inserted the message's inbox marker on {@code tx}; whatever
- * the handler writes on {@code tx} commits together with that marker, or not at all. The handler must not commit,
- * roll back, close {@code tx} or change its auto-commit mode, and should not keep a reference to it after
- * returning.
+ * the handler writes on {@code tx} commits together with that marker, or not at all. The transaction is handoff's to
+ * end, and this is enforced: {@code tx} refuses {@code commit()}, {@code rollback()}, {@code setAutoCommit(true)},
+ * {@code close()} and {@code abort}, with an {@link java.sql.SQLException} of SQLSTATE {@code 2D000} that names the
+ * rule; a {@code COMMIT} or {@code ROLLBACK} run as SQL, or a commit on the connection under {@code tx}, fails in
+ * PostgreSQL and rolls the whole transaction back (a sealed batch, see docs/guarantees.md). Either way nothing of
+ * the message commits, its marker never says processed, and the message fails, even if the handler swallowed the
+ * exception: retried, then dead-lettered with that text. The handler's own savepoints work as usual. Writes through
+ * any other connection (the application's {@code DataSource}) commit on their own, apart from the marker, and again
+ * on every redelivery: the test kit's strict mode catches them. The handler should not keep a reference to
+ * {@code tx} after returning.
  *
  * <p>Delivery semantics: the handler may be called more than once for the same message (after a failure, a crash,
  * or a sibling's failure in the same batch when {@link FailureIsolation#OPTIMISTIC_BATCH} is used), but its

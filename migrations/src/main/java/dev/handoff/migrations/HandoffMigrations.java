@@ -12,7 +12,8 @@ import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.output.MigrateResult;
 
 /**
- * Applies handoff's schema ({@code outbox}, {@code relay_lease}, {@code inbox}, {@code dead_letter}) with Flyway.
+ * Applies handoff's schema ({@code outbox}, {@code relay_lease}, {@code inbox}, {@code dead_letter} and the
+ * tables beside them, {@link #TABLES}) with Flyway.
  *
  * <p>The scripts live on the classpath at {@value #LOCATION}. They use unqualified table names, so they can be
  * applied into any schema. handoff keeps its own Flyway history table, {@value #HISTORY_TABLE}, inside its schema,
@@ -36,7 +37,7 @@ public final class HandoffMigrations {
 
   /** Every table the migrations create, in the order they are checked. */
   public static final List<String> TABLES =
-      List.of("outbox", "outbox_purged", "relay_lease", "relay_member", "inbox", "dead_letter");
+      List.of("outbox", "outbox_purged", "relay_lease", "relay_member", "inbox", "dead_letter", "batch_seal");
 
   private HandoffMigrations() {}
 

@@ -12,8 +12,8 @@ import org.junit.jupiter.api.Test;
 @HandoffTest(migrate = false)
 class HandoffMigrationsTest {
 
-  private static final List<String> TABLES = List.of("dead_letter", "inbox", "outbox", "outbox_purged", "relay_lease", "relay_member");
-  private static final int MIGRATIONS = 3;
+  private static final List<String> TABLES = List.of("batch_seal", "dead_letter", "inbox", "outbox", "outbox_purged", "relay_lease", "relay_member");
+  private static final int MIGRATIONS = 4;
 
   @Test
   void appliesOnAFreshDatabaseAndReapplyingIsANoOp(TestEnvironment env) {

@@ -280,7 +280,10 @@ final class BatchSettler {
       for (Delivery d : first.values()) {
         streamIds.add(d.id);
       }
-      Set<UUID> inserted = inbox.insert(c, group, ids, streamIds, InboxQueries.PROCESSED);
+      // The seal goes in with the markers (no round trip of its own), and comes out with the COMMIT.
+      HandlerTransaction guard = HandlerTransaction.of(c, config.schema(), group);
+      Set<UUID> inserted = inbox.insertSealed(c, group, ids, streamIds, InboxQueries.PROCESSED, guard.token());
+      guard.sealedBy(!ids.isEmpty());
       boolean savepoints = config.failureIsolation() == FailureIsolation.SAVEPOINT_PER_MESSAGE;
       if (batchHandler != null) {
         List<InboundMessage> fresh = new ArrayList<>(inserted.size());
@@ -301,13 +304,13 @@ final class BatchSettler {
         }
         if (!fresh.isEmpty()) {
           try {
-            runBatchHandler(c, fresh);
+            runBatchHandler(guard, fresh);
           } catch (Exception e) {
             if (abandon.getAsBoolean()) {
               throw new Abandoned(u);
             }
             // One message: it is the culprit. Several: unknown, so bisect.
-            if (fresh.size() == 1 && !Jdbc.transactionAborted(e)) {
+            if (fresh.size() == 1 && (!Jdbc.transactionAborted(e) || endedTheTransaction(e))) {
               throw new HandlerFailed(only, e);
             }
             throw new Unattributable(e);
@@ -326,14 +329,17 @@ final class BatchSettler {
         }
         Savepoint sp = savepoints ? c.setSavepoint() : null;
         try {
-          runHandler(c, d.message);
+          runHandler(guard, d.message);
           if (sp != null) {
-            c.releaseSavepoint(sp);
+            undoOrRelease(c, sp, false, guard, i);
           }
           handled.add(d);
         } catch (Exception e) {
           if (abandon.getAsBoolean()) {
             throw new Abandoned(u); // interrupted by close: not the message's fault
+          }
+          if (endedTheTransaction(e)) {
+            throw new HandlerFailed(i, e); // whatever the mode: no savepoint of this transaction is left to undo
           }
           if (sp == null) {
             if (Jdbc.transactionAborted(e)) {
@@ -344,7 +350,7 @@ final class BatchSettler {
           if (Blame.of(e) != Blame.MESSAGE) {
             throw new Unattributable(e); // the whole transaction is redone or paused, not this message failed
           }
-          c.rollback(sp);
+          undoOrRelease(c, sp, true, guard, i);
           inbox.delete(c, group, id);
           if (isFinal(d, mode)) {
             Dead x = new Dead(d, describe(e));
@@ -359,7 +365,7 @@ final class BatchSettler {
       if (abandon.getAsBoolean()) {
         throw new Abandoned(u);
       }
-      c.commit();
+      guard.commit();
     } catch (Abandoned e) {
       Jdbc.rollbackQuietly(c);
       throw e;
@@ -377,23 +383,53 @@ final class BatchSettler {
     out.failed.addAll(failed);
   }
 
-  /** The handler, with the message in the MDC for its log lines. */
-  private void runHandler(Connection c, InboundMessage message) throws Exception {
+  /** The handler, with the message in the MDC for its log lines, on the guarded connection. */
+  private void runHandler(HandlerTransaction guard, InboundMessage message) throws Exception {
     HandlerMdc mdc = HandlerMdc.of(message, group);
     try {
-      handler.handle(c, message);
+      guard.run("message " + message.messageId(), tx -> handler.handle(tx, message));
     } finally {
       mdc.close();
     }
   }
 
-  private void runBatchHandler(Connection c, List<InboundMessage> messages) throws Exception {
+  private void runBatchHandler(HandlerTransaction guard, List<InboundMessage> messages) throws Exception {
     HandlerMdc mdc = HandlerMdc.ofBatch(config.topic().name(), group);
     try {
-      batchHandler.handle(c, messages);
+      guard.run("a batch of " + messages.size() + " message(s)", tx -> batchHandler.handle(tx, messages));
     } finally {
       mdc.close();
     }
+  }
+
+  /**
+   * Rolls back to, or releases, the message's savepoint. The savepoint is gone only if the handler ended the
+   * transaction (or released it as SQL): that is its failure, and is reported as such.
+   */
+  private static void undoOrRelease(Connection c, Savepoint sp, boolean undo, HandlerTransaction guard, int index)
+      throws SQLException, HandlerFailed {
+    try {
+      if (undo) {
+        c.rollback(sp);
+      } else {
+        c.releaseSavepoint(sp);
+      }
+    } catch (SQLException e) {
+      if ("3B001".equals(e.getSQLState())) {
+        throw new HandlerFailed(index, guard.ended(e));
+      }
+      throw e;
+    }
+  }
+
+  /** Whether the handler's failure is that it tried to end, or ended, the transaction it was given. */
+  static boolean endedTheTransaction(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLException s && HandlerTransaction.INVALID_TERMINATION.equals(s.getSQLState())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private boolean isFinal(Delivery d, Mode mode) {

@@ -32,6 +32,7 @@ final class DeadLetterService {
   private final InboxQueries inbox;
   private final DeadLetterQueries deadLetters;
   private final String group;
+  private final String schema;
 
   DeadLetterService(ConsumerConfig config, DataSource dataSource) {
     this.dataSource = dataSource;
@@ -40,6 +41,7 @@ final class DeadLetterService {
     this.inbox = new InboxQueries(config.schema());
     this.deadLetters = new DeadLetterQueries(config.schema());
     this.group = config.group();
+    this.schema = config.schema();
   }
 
   /** The group's dead letters, newest first, at most {@code limit}. */
@@ -159,6 +161,14 @@ final class DeadLetterService {
         c.commit();
         return new Requested(stored.id(), run ? stored.message() : null, null);
       } catch (HandlerFailedException e) {
+        if (BatchSettler.endedTheTransaction(e.getCause())) {
+          // The handler ended the transaction: its row lock and the savepoint went with it, so the failure is
+          // recorded in a transaction of its own, and the request is cleared as after any failure.
+          c.rollback();
+          deadLetters.recordRetryFailure(c, stored.id(), BatchSettler.describe(e.getCause()));
+          c.commit();
+          return new Requested(stored.id(), null, e);
+        }
         if (Blame.of(e.getCause()) != Blame.MESSAGE) {
           throw new PostponedException("requested retry of dead letter " + stored.id() + " of consumer group '"
               + group + "' postponed, the failure is not the message's: " + e.getCause(), e.getCause());
@@ -196,11 +206,15 @@ final class DeadLetterService {
         || !inbox.insert(c, group, List.of(m.messageId()), List.of(m.streamId()), InboxQueries.PROCESSED).isEmpty();
     if (run) {
       try {
-        if (batchHandler != null) {
-          batchHandler.handle(c, List.of(m));
-        } else {
-          handler.handle(c, m);
-        }
+        HandlerTransaction guard = HandlerTransaction.of(c, schema, group).seal();
+        guard.run("retry of dead letter " + stored.id() + " (message " + m.messageId() + ")", tx -> {
+          if (batchHandler != null) {
+            batchHandler.handle(tx, List.of(m));
+          } else {
+            handler.handle(tx, m);
+          }
+        });
+        guard.unseal();
       } catch (Exception e) {
         throw new HandlerFailedException("retry of dead letter " + stored.id() + " (message " + m.messageId()
             + ") in consumer group '" + group + "' failed; it stays dead", e);

@@ -20,6 +20,7 @@ final class InboxQueries {
   static final String DEAD = "dead";
 
   private final String insert;
+  private final String insertSealed;
   private final String delete;
   private final String revive;
   private final String countRetained;
@@ -38,6 +39,7 @@ final class InboxQueries {
     this.insert = "INSERT INTO " + table + " (consumer_group, message_id, stream_id, outcome)"
         + " SELECT ?, m, s, ? FROM unnest(?::uuid[], ?::text[]) AS u(m, s) ORDER BY m"
         + " ON CONFLICT DO NOTHING RETURNING message_id";
+    this.insertSealed = "WITH seal AS (INSERT INTO " + schema + ".batch_seal (token) VALUES (?)) " + insert;
     this.delete = "DELETE FROM " + table + " WHERE consumer_group = ? AND message_id = ?";
     this.revive = "UPDATE " + table + " SET outcome = 'processed', processed_at = now(), stream_id = ?"
         + " WHERE consumer_group = ? AND message_id = ? AND outcome = 'dead'";
@@ -72,16 +74,34 @@ final class InboxQueries {
   /** Inserts markers; returns the IDs that were new (the others are duplicates). IDs must be distinct. */
   Set<UUID> insert(Connection tx, String group, List<UUID> ids, List<String> streamIds, String outcome)
       throws SQLException {
+    return insert(tx, group, ids, streamIds, outcome, null);
+  }
+
+  /**
+   * Inserts the markers as {@link #insert} does and, in the same statement, the seal of the batch's transaction
+   * ({@link HandlerTransaction}): no round trip of its own. Nothing at all when {@code ids} is empty.
+   */
+  Set<UUID> insertSealed(Connection tx, String group, List<UUID> ids, List<String> streamIds, String outcome,
+      UUID seal) throws SQLException {
+    return insert(tx, group, ids, streamIds, outcome, seal);
+  }
+
+  private Set<UUID> insert(Connection tx, String group, List<UUID> ids, List<String> streamIds, String outcome,
+      UUID seal) throws SQLException {
     if (ids.isEmpty()) {
       return Set.of();
     }
-    try (PreparedStatement ps = Statements.prepare(tx, insert)) {
+    try (PreparedStatement ps = Statements.prepare(tx, seal == null ? insert : insertSealed)) {
       Array idArray = tx.createArrayOf("uuid", ids.toArray());
       Array streamArray = tx.createArrayOf("text", streamIds.toArray());
-      ps.setString(1, group);
-      ps.setString(2, outcome);
-      ps.setArray(3, idArray);
-      ps.setArray(4, streamArray);
+      int first = 1;
+      if (seal != null) {
+        ps.setObject(first++, seal);
+      }
+      ps.setString(first, group);
+      ps.setString(first + 1, outcome);
+      ps.setArray(first + 2, idArray);
+      ps.setArray(first + 3, streamArray);
       Set<UUID> inserted = new HashSet<>(ids.size() * 2);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {

@@ -17,6 +17,10 @@ GRANT SELECT, DELETE ON :"schema".inbox TO :"role";
 GRANT INSERT (consumer_group, message_id, stream_id, outcome) ON :"schema".inbox TO :"role";
 GRANT UPDATE (outcome, processed_at, stream_id) ON :"schema".inbox TO :"role";
 
+-- The seal on a batch's transaction (V4): one row inserted before the handlers run and deleted just before the
+-- commit; the deferred trigger on it reads the table, so SELECT is needed too.
+GRANT SELECT, INSERT, DELETE ON :"schema".batch_seal TO :"role";
+
 -- Dead letters: written when a message gives up, listed, counted, and marked retried; a retry an operator requested
 -- is picked up by the housekeeping, which clears the request and, when the handler fails again, records why.
 GRANT SELECT ON :"schema".dead_letter TO :"role";

@@ -93,7 +93,7 @@ class DatabaseRolesTest {
         cols("relay_member", "UPDATE", "heartbeat_at"),
         "relay_member:DELETE"));
     assertThat(env.newRole().grant(Role.CONSUMER).privileges()).containsExactlyElementsOf(sorted(
-        "schema:USAGE", "inbox:SELECT", "inbox:DELETE",
+        "schema:USAGE", "inbox:SELECT", "inbox:DELETE", "batch_seal:SELECT", "batch_seal:INSERT", "batch_seal:DELETE",
         cols("inbox", "INSERT", "consumer_group", "message_id", "stream_id", "outcome"),
         cols("inbox", "UPDATE", "outcome", "processed_at", "stream_id"),
         "dead_letter:SELECT",
@@ -110,7 +110,8 @@ class DatabaseRolesTest {
         cols("dead_letter", "UPDATE", "status", "retried_at", "retry_requested_at"),
         "inbox:SELECT", "inbox:DELETE",
         cols("inbox", "INSERT", "consumer_group", "message_id", "stream_id", "outcome"),
-        cols("inbox", "UPDATE", "outcome", "processed_at", "stream_id")));
+        cols("inbox", "UPDATE", "outcome", "processed_at", "stream_id"),
+        "batch_seal:SELECT", "batch_seal:INSERT", "batch_seal:DELETE"));
   }
 
   @Test
