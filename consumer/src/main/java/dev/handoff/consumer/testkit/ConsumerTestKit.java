@@ -23,6 +23,7 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.IntFunction;
 import java.util.function.Supplier;
+import javax.sql.DataSource;
 
 /**
  * Test helpers for code that consumes with a {@link StreamConsumer} or a {@link ListConsumer}. Every wait has a
@@ -35,7 +36,15 @@ import java.util.function.Supplier;
  * ConsumerTestKit.awaitProcessed(consumer, ids, Duration.ofSeconds(10));   // started: waits for these messages
  * ConsumerTestKit.assertReplayChangesNothing(consumer);                    // replays every retained entry
  * ConsumerTestKit.assertReplayChangesNothing(consumer, OutboxRange.all()); // replays the outbox
+ * DataSource appData = ConsumerTestKit.strict(dataSource);                 // give this to the handler's code
  * }</pre>
+ *
+ * <p><b>Strict mode.</b> A handler must write through the connection it was given: a write through any other
+ * connection commits on its own, apart from the inbox marker, and again on every redelivery. handoff cannot see
+ * the application's other connections, so a test hands the code under test {@link #strict}'s data source instead
+ * of its own. Then a handler that asks it for a connection gets an exception, and every wait and replay assertion
+ * of this kit for that consumer group fails, naming the handler's message, even if the handler swallowed the
+ * exception.
  *
  * <p>Thread-safe as far as the consumer is.
  */
@@ -44,6 +53,18 @@ public final class ConsumerTestKit {
   private static final long POLL_MILLIS = 20;
 
   private ConsumerTestKit() {}
+
+  /**
+   * The application's data source in strict mode: it lends connections as {@code applicationDataSource} does,
+   * except to code running inside a handoff handler on the same thread. There it throws a
+   * {@link java.sql.SQLException},
+   * and records the refusal: the next wait ({@link #drain}, {@link #awaitDrained}, {@link #awaitProcessed}) or
+   * replay assertion of this kit for that group fails with it. A handler that hands work to another thread, which
+   * then borrows, is not seen. Thread-safe.
+   */
+  public static DataSource strict(DataSource applicationDataSource) {
+    return new StrictDataSource(applicationDataSource);
+  }
 
   /**
    * Calls {@link StreamConsumer#pollOnce()} on a consumer that was not started until its group has no backlog
@@ -57,6 +78,7 @@ public final class ConsumerTestKit {
     PollResult total = PollResult.EMPTY;
     while (true) {
       PollResult r = consumer.pollOnce();
+      StrictDataSource.failIfRefused(consumer.config().group());
       total = total.plus(r);
       if (r.isEmpty()) {
         ConsumerStatus status = consumer.status();
@@ -82,9 +104,9 @@ public final class ConsumerTestKit {
    * @throws AssertionError if that does not happen by {@code deadline}
    */
   public static ConsumerStatus awaitDrained(StreamConsumer consumer, Duration deadline) {
-    return awaitDrained(consumer::status, ConsumerStatus::drained, status -> "consumer group '" + status.group()
-        + "' not drained within " + deadline + ": backlog " + status.backlog() + ", pending " + status.pending()
-        + "; " + status, deadline);
+    return awaitDrained(consumer.config().group(), consumer::status, ConsumerStatus::drained,
+        status -> "consumer group '" + status.group() + "' not drained within " + deadline + ": backlog "
+            + status.backlog() + ", pending " + status.pending() + "; " + status, deadline);
   }
 
   /**
@@ -95,9 +117,10 @@ public final class ConsumerTestKit {
    * @throws AssertionError if that does not happen by {@code deadline}
    */
   public static ListStatus awaitDrained(ListConsumer consumer, Duration deadline) {
-    return awaitDrained(consumer::status, ListStatus::drained, status -> "list consumer group '" + status.group()
-        + "' not drained within " + deadline + ": waiting " + status.waiting() + ", in processing "
-        + status.inProcessing() + ", outbox backlog " + status.outboxBacklog() + "; " + status, deadline);
+    return awaitDrained(consumer.config().group(), consumer::status, ListStatus::drained,
+        status -> "list consumer group '" + status.group() + "' not drained within " + deadline + ": waiting "
+            + status.waiting() + ", in processing " + status.inProcessing() + ", outbox backlog "
+            + status.outboxBacklog() + "; " + status, deadline);
   }
 
   /**
@@ -126,6 +149,7 @@ public final class ConsumerTestKit {
   }
 
   private static ReplayResult assertUnchanged(String group, OutboxRange range, ReplayResult r) {
+    StrictDataSource.failIfRefused(group);
     if (r.handled() != 0 || r.failed() != 0) {
       throw new AssertionError("replaying " + range + " of the outbox through consumer group '" + group
           + "' changed something: " + r);
@@ -137,10 +161,11 @@ public final class ConsumerTestKit {
     return r;
   }
 
-  private static <S> S awaitDrained(Supplier<S> status, java.util.function.Predicate<S> drained,
+  private static <S> S awaitDrained(String group, Supplier<S> status, java.util.function.Predicate<S> drained,
       Function<S, String> describe, Duration deadline) {
     long end = System.nanoTime() + deadline.toNanos();
     while (true) {
+      StrictDataSource.failIfRefused(group);
       S s = status.get();
       if (drained.test(s)) {
         return s;
@@ -158,6 +183,7 @@ public final class ConsumerTestKit {
     long end = System.nanoTime() + deadline.toNanos();
     Set<UUID> left = new LinkedHashSet<>(messageIds);
     while (true) {
+      StrictDataSource.failIfRefused(group);
       left.removeAll(processed.apply(left));
       if (left.isEmpty()) {
         return;
@@ -241,6 +267,7 @@ public final class ConsumerTestKit {
    */
   public static PollResult assertReplayChangesNothing(StreamConsumer consumer) {
     PollResult r = consumer.replayRetained();
+    StrictDataSource.failIfRefused(consumer.config().group());
     if (r.handled() != 0 || r.failed() != 0) {
       throw new AssertionError("replaying the retained entries of consumer group '" + consumer.config().group()
           + "' changed something: " + r);
