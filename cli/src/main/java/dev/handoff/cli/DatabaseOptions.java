@@ -1,6 +1,7 @@
 package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.migrations.HandoffGrants;
 import dev.handoff.migrations.HandoffMigrations;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -67,5 +68,18 @@ public final class DatabaseOptions {
       throw new IllegalStateException("schema '" + schema + "' has no table '" + table + "': apply handoff's"
           + " migrations first (handoff migrate, or relay --migrate), or pass the right --schema");
     });
+  }
+
+  /**
+   * {@link #requireMigrated}, then fails with one line when the connection's user lacks a privilege that
+   * {@code role}'s grants give: a relay under a least-privilege role stops at start instead of failing each cycle.
+   */
+  public void requireMigratedAndGranted(HikariDataSource db, HandoffGrants.Role role) {
+    requireMigrated(db);
+    try {
+      HandoffMigrations.validate(db, schema, role);
+    } catch (SQLException e) {
+      throw new IllegalStateException("could not inspect schema '" + schema + "': " + e.getMessage(), e);
+    }
   }
 }

@@ -1,6 +1,7 @@
 package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.migrations.HandoffGrants;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Health;
 import dev.handoff.outbox.Relay;
@@ -139,7 +140,7 @@ final class RelayCommand implements Callable<Integer> {
       if (migrate) {
         HandoffMigrations.migrate(db, database.schema());
       }
-      database.requireMigrated(db);
+      database.requireMigratedAndGranted(db, HandoffGrants.Role.RELAY);
       RelayBuilder builder = Relay.builder(db, client)
           .schema(database.schema())
           .keyPrefix(redis.keyPrefix())

@@ -2,6 +2,8 @@ package dev.handoff.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.handoff.migrations.HandoffGrants;
+import dev.handoff.testing.DatabaseRole;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.io.PrintWriter;
@@ -97,6 +99,18 @@ class RelayCommandErrorsTest {
     assertOneLine(run(connected("--schema", "no_such_schema")),
         "handoff: schema 'no_such_schema' has no table 'outbox': apply handoff's migrations first"
             + " (handoff migrate, or relay --migrate), or pass the right --schema");
+  }
+
+  @Test
+  void aRelayRoleLackingAGrantStopsTheRelayAtOnceNamingTheGrant() {
+    try (DatabaseRole role = env.newRole().grant(HandoffGrants.Role.RELAY)
+        .execute("REVOKE DELETE ON " + env.schema() + ".relay_member FROM ROLE")) {
+      List<String> args = new java.util.ArrayList<>(List.of(connected("--schema", env.schema())));
+      args.set(1, role.jdbcUrl());
+      assertOneLine(run(args.toArray(String[]::new)), "handoff: role '" + role.name() + "' lacks DELETE on "
+          + env.schema() + ".relay_member, which the relay role needs: apply its grants as the owner of handoff's"
+          + " tables (handoff.jar grants --role relay --to " + role.name() + " --apply, or HandoffGrants.apply)");
+    }
   }
 
   @Test

@@ -9,6 +9,7 @@ import java.util.Objects;
 import java.util.Optional;
 import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
+import org.flywaydb.core.api.FlywayException;
 import org.flywaydb.core.api.output.MigrateResult;
 
 /**
@@ -84,8 +85,54 @@ public final class HandoffMigrations {
   public static int migrate(DataSource dataSource, String schema) {
     Objects.requireNonNull(dataSource, "dataSource");
     SchemaNames.requireValid(schema);
-    MigrateResult result = flyway(dataSource, schema).migrate();
-    return result.migrationsExecuted;
+    try {
+      MigrateResult result = flyway(dataSource, schema).migrate();
+      return result.migrationsExecuted;
+    } catch (FlywayException e) {
+      if (deniedAPrivilege(e)) {
+        throw new FlywayException("migrating handoff's schema '" + schema + "' was refused a privilege ("
+            + rootMessage(e) + "): migrations run DDL and need the owner of handoff's tables; a component that runs"
+            + " under a least-privilege role checks its schema with HandoffMigrations.validate instead", e);
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * Checks, without changing anything, that {@code schema} is migrated and that the connection's user holds every
+   * privilege that {@code role}'s grants give ({@link HandoffGrants}): what a component running under a
+   * least-privilege role, which must not run DDL, checks before it starts.
+   *
+   * @throws IllegalStateException with one line naming the first thing missing: a table, a column, or the
+   *     privilege, the role and how to grant it
+   * @throws SQLException if the database cannot be asked (which says nothing about the schema)
+   */
+  public static void validate(DataSource dataSource, String schema, HandoffGrants.Role role) throws SQLException {
+    Objects.requireNonNull(dataSource, "dataSource");
+    Objects.requireNonNull(role, "role");
+    SchemaNames.requireValid(schema);
+    Optional<String> problem = SchemaValidation.firstProblem(dataSource, schema, role);
+    if (problem.isPresent()) {
+      throw new IllegalStateException(problem.get());
+    }
+  }
+
+  private static boolean deniedAPrivilege(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLException s && "42501".equals(s.getSQLState())) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static String rootMessage(Throwable e) {
+    Throwable t = e;
+    while (t.getCause() != null && t.getCause() != t) {
+      t = t.getCause();
+    }
+    String message = t.getMessage();
+    return message == null ? t.toString() : message.lines().findFirst().orElse(message);
   }
 
   private static Flyway flyway(DataSource dataSource, String schema) {

@@ -1,0 +1,87 @@
+package dev.handoff.migrations;
+
+import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.handoff.migrations.HandoffGrants.Role;
+import dev.handoff.testing.DatabaseRole;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.TestEnvironment;
+import javax.sql.DataSource;
+import org.flywaydb.core.api.FlywayException;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A component that must not run DDL checks its schema and its role's privileges instead of migrating: each failure
+ * is one line naming what is missing and how to fix it.
+ */
+@HandoffTest
+class SchemaValidationTest {
+
+  private final TestEnvironment env;
+
+  SchemaValidationTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  @Test
+  void eachRoleHoldingItsGrantsOnAMigratedSchemaValidates() {
+    for (Role role : Role.values()) {
+      try (DatabaseRole r = env.newRole().grant(role)) {
+        assertThatCode(() -> HandoffMigrations.validate(r.newDataSource(1), env.schema(), role)).as(role.name())
+            .doesNotThrowAnyException();
+      }
+    }
+  }
+
+  @Test
+  void aMissingTableGrantIsNamedWithTheRoleAndHowToGrantIt() {
+    try (DatabaseRole r = env.newRole().grant(Role.CONSUMER)
+        .execute("REVOKE INSERT ON " + env.schema() + ".batch_seal FROM ROLE")) {
+      assertThatThrownBy(() -> HandoffMigrations.validate(r.newDataSource(1), env.schema(), Role.CONSUMER))
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessage("role '" + r.name() + "' lacks INSERT on " + env.schema() + ".batch_seal, which the consumer"
+              + " role needs: apply its grants as the owner of handoff's tables (handoff.jar grants --role consumer"
+              + " --to " + r.name() + " --apply, or HandoffGrants.apply)");
+    }
+  }
+
+  @Test
+  void aMissingColumnGrantIsNamedWithItsColumn() {
+    try (DatabaseRole r = env.newRole().grant(Role.APPLICATION)
+        .execute("REVOKE INSERT (payload) ON " + env.schema() + ".outbox FROM ROLE")) {
+      assertThatThrownBy(() -> HandoffMigrations.validate(r.newDataSource(1), env.schema(), Role.APPLICATION))
+          .hasMessageStartingWith("role '" + r.name() + "' lacks INSERT on " + env.schema()
+              + ".outbox (column payload), which the application role needs");
+    }
+  }
+
+  @Test
+  void aSchemaNotMigratedYetSaysToMigrateAsTheOwner() {
+    String empty = env.schema() + "_empty";
+    env.execute("CREATE SCHEMA " + empty);
+    try {
+      DataSource owner = env.dataSource();
+      assertThatThrownBy(() -> HandoffMigrations.validate(owner, empty, Role.RELAY))
+          .hasMessage("schema '" + empty + "' has no table 'outbox': apply handoff's migrations first, as the owner"
+              + " of its tables (handoff.jar migrate, or HandoffMigrations.migrate)");
+      assertThatThrownBy(() -> HandoffMigrations.validate(owner, env.schema() + "_none", Role.RELAY))
+          .hasMessage("schema '" + env.schema() + "_none' does not exist: apply handoff's migrations first, as the"
+              + " owner of its tables (handoff.jar migrate, or HandoffMigrations.migrate)");
+    } finally {
+      env.execute("DROP SCHEMA " + empty);
+    }
+  }
+
+  @Test
+  void migratingAsALeastPrivilegeRoleFailsWithOneLineThatPointsToValidate() {
+    try (DatabaseRole r = env.newRole().grant(Role.CONSUMER)) {
+      assertThatThrownBy(() -> HandoffMigrations.migrate(r.newDataSource(1), env.schema()))
+          .isInstanceOf(FlywayException.class)
+          .hasMessageStartingWith("migrating handoff's schema '" + env.schema() + "' was refused a privilege (")
+          .hasMessageEndingWith("): migrations run DDL and need the owner of handoff's tables; a component that runs"
+              + " under a least-privilege role checks its schema with HandoffMigrations.validate instead")
+          .satisfies(e -> org.assertj.core.api.Assertions.assertThat(e.getMessage()).doesNotContain("\n"));
+    }
+  }
+}
