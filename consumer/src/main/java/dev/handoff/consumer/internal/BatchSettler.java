@@ -310,7 +310,7 @@ final class BatchSettler {
               throw new Abandoned(u);
             }
             // One message: it is the culprit. Several: unknown, so bisect.
-            if (fresh.size() == 1 && (!Jdbc.transactionAborted(e) || endedTheTransaction(e))) {
+            if (fresh.size() == 1 && (!Jdbc.transactionAborted(e) || HandlerTransaction.endedBy(e))) {
               throw new HandlerFailed(only, e);
             }
             throw new Unattributable(e);
@@ -331,14 +331,14 @@ final class BatchSettler {
         try {
           runHandler(guard, d.message);
           if (sp != null) {
-            undoOrRelease(c, sp, false, guard, i);
+            guard.release(sp);
           }
           handled.add(d);
         } catch (Exception e) {
           if (abandon.getAsBoolean()) {
             throw new Abandoned(u); // interrupted by close: not the message's fault
           }
-          if (endedTheTransaction(e)) {
+          if (HandlerTransaction.endedBy(e)) {
             throw new HandlerFailed(i, e); // whatever the mode: no savepoint of this transaction is left to undo
           }
           if (sp == null) {
@@ -350,7 +350,7 @@ final class BatchSettler {
           if (Blame.of(e) != Blame.MESSAGE) {
             throw new Unattributable(e); // the whole transaction is redone or paused, not this message failed
           }
-          undoOrRelease(c, sp, true, guard, i);
+          guard.rollbackTo(sp);
           inbox.delete(c, group, id);
           if (isFinal(d, mode)) {
             Dead x = new Dead(d, describe(e));
@@ -400,36 +400,6 @@ final class BatchSettler {
     } finally {
       mdc.close();
     }
-  }
-
-  /**
-   * Rolls back to, or releases, the message's savepoint. The savepoint is gone only if the handler ended the
-   * transaction (or released it as SQL): that is its failure, and is reported as such.
-   */
-  private static void undoOrRelease(Connection c, Savepoint sp, boolean undo, HandlerTransaction guard, int index)
-      throws SQLException, HandlerFailed {
-    try {
-      if (undo) {
-        c.rollback(sp);
-      } else {
-        c.releaseSavepoint(sp);
-      }
-    } catch (SQLException e) {
-      if ("3B001".equals(e.getSQLState())) {
-        throw new HandlerFailed(index, guard.ended(e));
-      }
-      throw e;
-    }
-  }
-
-  /** Whether the handler's failure is that it tried to end, or ended, the transaction it was given. */
-  static boolean endedTheTransaction(Throwable e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof SQLException s && HandlerTransaction.INVALID_TERMINATION.equals(s.getSQLState())) {
-        return true;
-      }
-    }
-    return false;
   }
 
   private boolean isFinal(Delivery d, Mode mode) {

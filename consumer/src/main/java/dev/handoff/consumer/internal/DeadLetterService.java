@@ -161,7 +161,7 @@ final class DeadLetterService {
         c.commit();
         return new Requested(stored.id(), run ? stored.message() : null, null);
       } catch (HandlerFailedException e) {
-        if (BatchSettler.endedTheTransaction(e.getCause())) {
+        if (HandlerTransaction.endedBy(e.getCause())) {
           // The handler ended the transaction: its row lock and the savepoint went with it, so the failure is
           // recorded in a transaction of its own, and the request is cleared as after any failure.
           c.rollback();

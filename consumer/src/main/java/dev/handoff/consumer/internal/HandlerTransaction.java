@@ -8,6 +8,7 @@ import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.sql.Savepoint;
 import java.util.UUID;
 
 /**
@@ -169,6 +170,34 @@ final class HandlerTransaction {
         + " given (COMMIT or ROLLBACK run as SQL, or commit() on the connection under it), in " + running
         + " or an earlier call of the batch; nothing of that transaction was committed", INVALID_TERMINATION,
         evidence);
+  }
+
+  /** Releases a savepoint handoff set around a handler; gone only if the handler ended the transaction. */
+  void release(Savepoint sp) throws SQLException {
+    try {
+      tx.releaseSavepoint(sp);
+    } catch (SQLException e) {
+      throw "3B001".equals(e.getSQLState()) ? ended(e) : e;
+    }
+  }
+
+  /** Rolls back to a savepoint handoff set around a handler; gone only if the handler ended the transaction. */
+  void rollbackTo(Savepoint sp) throws SQLException {
+    try {
+      tx.rollback(sp);
+    } catch (SQLException e) {
+      throw "3B001".equals(e.getSQLState()) ? ended(e) : e;
+    }
+  }
+
+  /** Whether {@code e} (or a cause) says a handler tried to end, or ended, the transaction it was given. */
+  static boolean endedBy(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLException s && INVALID_TERMINATION.equals(s.getSQLState())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** A handler call, given the guarded connection. */
