@@ -15,7 +15,8 @@ import picocli.CommandLine.Spec;
  * <p>Exit codes, for every command: 0 done, 1 the check failed (a refused rewind, an unrecoverable repair), 2 a usage
  * error or a failure to reach or use the servers. Errors are one line on standard error, without passwords.
  */
-@Command(name = "handoff", mixinStandardHelpOptions = true, sortOptions = false,
+@Command(name = "handoff", mixinStandardHelpOptions = true, versionProvider = HandoffVersion.class,
+    sortOptions = false,
     description = "The outbox relay and the operator's commands for handoff's topics and consumer groups.",
     subcommands = {RelayCommand.class, StatusCommand.class, MigrateCommand.class, GrantsCommand.class,
         DlqCommand.class, RewindCommand.class, TrimCommand.class, RepairCommand.class})

@@ -49,6 +49,23 @@ class HandoffCommandTest {
   }
 
   @Test
+  void versionPrintsTheVersionTheBuildWroteIn() {
+    Run r = run("--version");
+    assertThat(r.exit()).isZero();
+    assertThat(r.out().strip()).matches("handoff \\d+\\.\\d+\\.\\d+(-SNAPSHOT)?")
+        .isEqualTo("handoff " + HandoffVersion.version());
+    assertThat(r.err()).isEmpty();
+  }
+
+  @Test
+  void theReadmeGivesTheCoordinatesOfThisVersion() throws Exception {
+    String readme = java.nio.file.Files.readString(java.nio.file.Path.of("..", "README.md"));
+    String version = HandoffVersion.version();
+    assertThat(readme).contains("Group `dev.handoff`, version `" + version + "`")
+        .contains("<artifactId>handoff-bom</artifactId>\n      <version>" + version + "</version>");
+  }
+
+  @Test
   void anUnknownCommandIsOneLineWithExitTwo() {
     Run r = run("frobnicate");
     assertThat(r.exit()).isEqualTo(2);
