@@ -31,7 +31,7 @@ final class RewindCommand implements Callable<Integer> {
   String group;
 
   @Option(names = "--to", required = true, paramLabel = "TIME|ID",
-      description = "an ISO-8601 instant (2026-12-01T10:00:00Z) or a stream entry ID (1764583200000-0): entries at"
+      description = "an ISO-8601 instant (2026-12-01T10:00:00Z) or a stream entry ID (1796119200000-0): entries at"
           + " or after it come again")
   String to;
 

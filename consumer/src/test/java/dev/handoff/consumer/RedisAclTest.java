@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.catchThrowable;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.RedisAcl;
+import dev.handoff.outbox.RedisConnectionSpec;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.TopicConfig;
@@ -126,6 +127,16 @@ class RedisAclTest {
       assertThat(f.effectCount(group)).isEqualTo(MESSAGES);
       assertThat(f.doubleEffects(group)).isZero();
       assertThat(refusals(server)).as("commands Redis refused").isEmpty();
+
+      // The operator's `handoff status`: topics found from the relay's leases, since its rule has no SCAN (which
+      // would list every key name of the server); the one refusal is that SCAN.
+      try (TopicInspector inspector = TopicInspector.builder(env.dataSource(),
+          RedisConnectionSpec.builder(operator.toString()).build()).schema(env.schema()).keyPrefix(prefix).build()) {
+        assertThat(inspector.topics()).contains(topic);
+        assertThat(inspector.status(topic, group).shards()).hasSize(1);
+      }
+      assertThat(refusals(server)).as("only SCAN refused").isNotEmpty()
+          .allMatch(r -> r.equals("operator toplevel command scan"));
     }
   }
 

@@ -82,12 +82,12 @@ public final class RedisAcl {
       "LRANGE", "HKEYS");
 
   /**
-   * The operator's reads: {@code status} of streams (length, ends, groups, pending, backlog) and of lists (the list
-   * and processing lists in one script, the relay's hash), and the floor of {@code purgeInbox}. No command that
-   * writes a key; dead letters (list, retry) live in the database and need no Redis permission.
+   * The operator's reads: {@code status} of streams (type, length, ends, groups, pending, backlog) and of lists
+   * (the list and processing lists in one script, the relay's hash), and the floor of {@code purgeInbox}. No command
+   * that writes a key; dead letters (list, retry) live in the database and need no Redis permission.
    */
   static final Set<String> OPERATOR = Set.of("CLIENT|SETNAME",
-      "EXISTS", "XLEN", "XRANGE", "XREVRANGE", "XINFO|GROUPS", "XINFO|STREAM", "XPENDING",
+      "EXISTS", "TYPE", "XLEN", "XRANGE", "XREVRANGE", "XINFO|GROUPS", "XINFO|STREAM", "XPENDING",
       "LLEN", "LRANGE", "HKEYS", "HGET", "HMGET");
 
   /**

@@ -15,7 +15,8 @@ import redis.clients.jedis.UnifiedJedis;
  * assigned before and above the stream's own last ID, and commits it. Only then does it add the entries with those
  * IDs. Redis refuses an ID that is not above the stream's top, so re-sending a batch after a crash, a pause or a
  * takeover cannot add an entry twice; a refused ID whose entry is present counts as published, and one whose entry
- * is absent gets a fresh ID (an anomaly, reported). A database transaction is never held across a Redis call.
+ * is absent gets a fresh ID (an anomaly, reported). On streams a database transaction is never held across a Redis
+ * call; on lists one is: the capacity check of a list (one script call) runs inside the cycle's transaction.
  *
  * <p>Guarantees: every committed row reaches its stream once (while Redis keeps its data; if Redis loses a stream,
  * the rows at or above the trim watermark are published again with their original IDs and consumers' inboxes absorb
@@ -36,8 +37,8 @@ public interface Relay extends AutoCloseable {
   /**
    * Starts building a relay.
    *
-   * @param dataSource connections to the database holding the outbox; the relay keeps one open for LISTEN and
-   *     borrows one at a time for its work
+   * @param dataSource connections to the database holding the outbox; the relay keeps one open for LISTEN, borrows
+   *     one at a time for its cycles, and one more now and then for its lease renewals, its metrics and its checks
    * @param redis the Redis client (for example {@code RedisClient}); shared, never closed by the relay
    */
   static RelayBuilder builder(DataSource dataSource, UnifiedJedis redis) {

@@ -26,7 +26,7 @@ class RedisAclRulesTest {
   static final String LIST_CONSUMER = "resetkeys ~handoff:{* resetchannels -@all +blmove +client|setname +cluster|slots +del +eval"
       + " +evalsha +exists +hdel +hget +hgetall +hincrby +hkeys +hset +llen +lmove +lpos +lrange +lrem +ping +set +time";
   static final String OPERATOR = "resetkeys ~handoff:{* resetchannels -@all +client|setname +cluster|slots +eval +evalsha +exists"
-      + " +hget +hkeys +hmget +llen +lrange +ping +xinfo|groups +xinfo|stream +xlen +xpending +xrange +xrevrange";
+      + " +hget +hkeys +hmget +llen +lrange +ping +type +xinfo|groups +xinfo|stream +xlen +xpending +xrange +xrevrange";
   private static final String STREAM_ADMIN = "resetkeys ~handoff:{* resetchannels -@all +client|setname +cluster|slots +eval"
       + " +evalsha +exists +ping +xgroup|setid +xinfo|groups +xinfo|stream +xlen +xpending +xrange +xtrim";
 

@@ -17,6 +17,7 @@ import redis.clients.jedis.ConnectionPool;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.RedisClusterClient;
 import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.params.ScanParams;
 import redis.clients.jedis.resps.ScanResult;
 
@@ -71,8 +72,22 @@ final class TopicDiscovery {
     }
   }
 
-  /** Adds the topics, shards and transports of the keys under {@code keyPrefix}, with a cursor over the key space. */
+  /**
+   * Adds the topics, shards and transports of the keys under {@code keyPrefix}, with a cursor over the key space. A
+   * Redis user without {@code SCAN} (the operator's least-privilege rule leaves it out, because ACL key patterns do
+   * not filter it) adds nothing here, and the leases alone answer.
+   */
   static void scanKeys(UnifiedJedis redis, String keyPrefix, String topic, Found found) {
+    try {
+      scanEveryNode(redis, keyPrefix, topic, found);
+    } catch (JedisDataException e) {
+      if (e.getMessage() == null || !e.getMessage().startsWith("NOPERM")) {
+        throw e;
+      }
+    }
+  }
+
+  private static void scanEveryNode(UnifiedJedis redis, String keyPrefix, String topic, Found found) {
     if (redis instanceof RedisClusterClient cluster) {
       // A cluster's keys are spread over its masters, and SCAN sees one node's: scan each (a replica adds nothing
       // new, and what it repeats is a set's).

@@ -1,4 +1,4 @@
--- handoff: grants for the relay role (Relay, handoff-relay.jar): publishes outbox rows, holds the leases, purges
+-- handoff: grants for the relay role (Relay, handoff.jar relay): publishes outbox rows, holds the leases, purges
 -- published rows past the outbox retention. It cannot append, nor read or write the consumers' tables.
 --
 -- Run with psql:    psql -v schema=handoff -v role=relay -f relay.sql
