@@ -101,8 +101,10 @@ public interface HandoffConsumer extends AutoCloseable {
    * thread-safe.
    *
    * <ul>
-   *   <li>{@code DOWN}: {@code not-started} (not started, or only polled), {@code closed}, or every worker's thread
-   *       dead ({@code worker-dead} for each).
+   *   <li>{@code DOWN}: {@code not-started} (not started, or only polled), {@code closed}, every worker's thread
+   *       dead ({@code worker-dead} for each), or {@code shards-mismatch} (Redis holds a key for the shard past the
+   *       ones the consumer declares: a relay declares more shards, and their entries are never read; looked at on
+   *       start and every 10 s).
    *   <li>{@code DEGRADED}: a worker paused by its environment ({@code database-unreachable} for a database
    *       failure, a revoked grant or a missing table too; {@code redis-unreachable}; {@code infrastructure-pause}
    *       for a handler's {@link RetryLaterException}), a worker whose thread died ({@code worker-dead}; it gets a

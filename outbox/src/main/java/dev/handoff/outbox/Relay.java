@@ -83,7 +83,10 @@ public interface Relay extends AutoCloseable {
    * <ul>
    *   <li>{@code DOWN}: {@code not-started} (never started: a relay driven by {@link #relayOnce()} is DOWN too),
    *       {@code closed} (closing or closed), or {@code relay-thread-dead} (its thread died of an {@link Error} or a
-   *       bug; it is not replaced, since its leases expire for another relay to take; the death is logged at ERROR).
+   *       bug; it is not replaced, since its leases expire for another relay to take; the death is logged at ERROR),
+   *       or {@code shards-mismatch} (unpublished rows of its topics wait on a shard at or above its shard count that
+   *       no live lease covers: an outbox declared more shards; the relay's thread looks every 10 s, and
+   *       {@link #maintainOnce()} looks too).
    *   <li>{@code DEGRADED}: its last cycle failed and none went through since ({@code database-unreachable} for an
    *       SQL failure, a revoked grant included; {@code redis-unreachable}; {@code cycle-failing} for anything
    *       else); {@code relay-stuck} (no cycle completed for twice the lease TTL); {@code leases-lost} (another relay

@@ -34,6 +34,8 @@ import org.slf4j.Logger;
 abstract class AbstractConsumer extends ConsumerOperations {
 
   static final Duration DEFAULT_CLOSE_DEADLINE = Duration.ofSeconds(30);
+  /** How often a running consumer looks for a shard of its topic past the ones it declares. */
+  static final Duration SHARD_CHECK_INTERVAL = Duration.ofSeconds(10);
 
   private enum State { NEW, POLLING, RUNNING, CLOSED }
 
@@ -53,6 +55,7 @@ abstract class AbstractConsumer extends ConsumerOperations {
   private boolean supervised; // whether the worker check is scheduled on the housekeeping; guarded by this
   private volatile boolean abandon;
   private final WorkerSlots slots;
+  private final ShardCountCheck shardCount;
 
   /**
    * How a transport's consumer speaks of itself in exceptions and log lines.
@@ -73,7 +76,14 @@ abstract class AbstractConsumer extends ConsumerOperations {
     this.label = words.label();
     this.abandonNote = words.abandonNote();
     this.slots = new WorkerSlots(this::newWorkerThread, log, label + " '" + config.group() + "'");
+    this.shardCount = new ShardCountCheck(config, this::shardKey, this::keyExists, log, label);
   }
+
+  /** The Redis key of shard {@code shard} of the topic on this transport: its stream, or its list. */
+  protected abstract String shardKey(int shard);
+
+  /** Whether {@code key} exists in Redis. */
+  protected abstract boolean keyExists(String key);
 
   /**
    * What every worker of this consumer shares.
@@ -103,6 +113,11 @@ abstract class AbstractConsumer extends ConsumerOperations {
       throw new IllegalStateException(kind + " of group '" + config.group() + "' was already "
           + state.get().name().toLowerCase() + "; a consumer starts once");
     }
+    try {
+      shardCount.check();
+    } catch (RuntimeException e) {
+      log.debug(label + " '{}': the shard count check waits for Redis", config.group(), e);
+    }
   }
 
   /** Moves a new consumer to polling (or leaves it there), or throws if it was started or closed. */
@@ -131,6 +146,9 @@ abstract class AbstractConsumer extends ConsumerOperations {
       long every = config.leaseRenewInterval().toMillis();
       Runnable check = () -> slots.replaceDead(this::running);
       housekeeping.scheduleWithFixedDelay(guarded("the worker check", check), every, every, TimeUnit.MILLISECONDS);
+      long shardsEvery = SHARD_CHECK_INTERVAL.toMillis();
+      housekeeping.scheduleWithFixedDelay(guarded("the shard count check", shardCount::check), shardsEvery,
+          shardsEvery, TimeUnit.MILLISECONDS);
       supervised = true;
     }
     slots.start(w, () -> runWorker(w), threadName);
@@ -145,8 +163,12 @@ abstract class AbstractConsumer extends ConsumerOperations {
     if (s == State.CLOSED) {
       return Health.down("closed", label + " '" + config.group() + "' is closed");
     }
-    return s == State.RUNNING ? slots.health()
-        : Health.down("not-started", label + " '" + config.group() + "' was not started");
+    if (s != State.RUNNING) {
+      return Health.down("not-started", label + " '" + config.group() + "' was not started");
+    }
+    String mismatch = shardCount.finding();
+    return mismatch == null ? slots.health()
+        : Health.down("shards-mismatch", label + " '" + config.group() + "': " + mismatch);
   }
 
   /** A daemon worker thread that close will wait for; the caller starts it. */

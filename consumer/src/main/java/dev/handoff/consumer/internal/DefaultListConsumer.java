@@ -90,6 +90,16 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   }
 
   @Override
+  protected String shardKey(int shard) {
+    return ListFormat.listKey(config.keyPrefix(), config.topic().name(), shard);
+  }
+
+  @Override
+  protected boolean keyExists(String key) {
+    return redis.exists(key);
+  }
+
+  @Override
   public PollResult pollOnce() {
     beginPoll();
     startHousekeeping(false);

@@ -90,6 +90,16 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   }
 
   @Override
+  protected String shardKey(int shard) {
+    return StreamFormat.streamKey(config.keyPrefix(), config.topic().name(), shard);
+  }
+
+  @Override
+  protected boolean keyExists(String key) {
+    return redis.exists(key);
+  }
+
+  @Override
   public PollResult pollOnce() {
     beginPoll();
     startLeaseKeeper();

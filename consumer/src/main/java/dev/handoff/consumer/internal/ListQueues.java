@@ -305,6 +305,11 @@ public final class ListQueues implements AutoCloseable {
     RedisConnections.dropIdle(commands, readers);
   }
 
+  /** Whether {@code key} exists. */
+  boolean exists(String key) {
+    return commands.exists(key);
+  }
+
   @Override
   public void close() {
     commands.close();

@@ -391,6 +391,11 @@ public final class RedisGroups implements AutoCloseable {
     RedisConnections.dropIdle(commands, readers);
   }
 
+  /** Whether {@code key} exists. */
+  boolean exists(String key) {
+    return commands.exists(key);
+  }
+
   @Override
   public void close() {
     try {

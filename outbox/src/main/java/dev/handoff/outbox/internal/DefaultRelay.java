@@ -206,6 +206,7 @@ public final class DefaultRelay implements Relay {
         do {
           report = maintenance.slice(c, owned, Long.MAX_VALUE / 2);
         } while (report == null);
+        health.stranded().check(c);
         return report;
       }
     } catch (SQLException e) {
@@ -312,6 +313,7 @@ public final class DefaultRelay implements Relay {
         try {
           leaseKeeper.manage(false);
           health.checkBacklogIfDue(this::autocommit);
+          health.stranded().checkIfDue(this::autocommit);
           found = publisher.publishOwned(true).assigned() > 0;
           if (found && notifications != null) {
             notifications.requestWake(); // awake and busy: appends need not notify

@@ -44,6 +44,7 @@ final class RelayHealth {
   private volatile String lastLeaseLost;
   private volatile long lastLeaseLostNanos;
   private final RedisMemory memory = new RedisMemory();
+  private final StrandedShards stranded;
 
   RelayHealth(RelayConfig config) {
     this.config = config;
@@ -61,6 +62,12 @@ final class RelayHealth {
         Math.max(Duration.ofMillis(100).toNanos(), Math.min(half, Duration.ofSeconds(10).toNanos()));
     // Long enough for a probe to see it, however often it asks.
     this.leaseLostWindowNanos = Math.max(config.leaseTtl().toNanos() * 2, LEASE_LOST_WINDOW.toNanos());
+    this.stranded = new StrandedShards(config);
+  }
+
+  /** The look for rows on shards no relay owns, which the relay's thread and {@code maintainOnce()} run. */
+  StrandedShards stranded() {
+    return stranded;
   }
 
   /** What the relay saw of Redis being full, which the publish cycle records. */
@@ -127,6 +134,10 @@ final class RelayHealth {
     if (!loop.isAlive()) {
       return Health.down("relay-thread-dead", relay + ": its thread " + loop.getName() + " died; it publishes"
           + " nothing more and its leases expire for another relay to take (see the ERROR line in its log)");
+    }
+    String strandedRows = stranded.finding();
+    if (strandedRows != null) {
+      return Health.down("shards-mismatch", relay + ": " + strandedRows);
     }
     List<Health.Reason> reasons = new ArrayList<>();
     Throwable f = failure;

@@ -1,0 +1,79 @@
+package dev.handoff.outbox.relay;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.handoff.outbox.Health;
+import dev.handoff.outbox.Message;
+import dev.handoff.outbox.Outbox;
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.TopicConfig;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.LogCapture;
+import dev.handoff.testing.TestEnvironment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A topic's shard count is declared by the outbox and the relay separately: rows an outbox put on a shard that the
+ * relays do not declare would wait for good. The relay reports them as DOWN, naming the topic, the shard, the rows
+ * and its own count, until a relay that declares that many shards publishes them.
+ */
+@HandoffTest
+class ShardMismatchTest {
+
+  private static final String TOPIC = "mismatched";
+
+  private final TestEnvironment env;
+
+  ShardMismatchTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  @Test
+  void rowsOnAShardNoRelayDeclaresMakeTheRelayDownUntilARelayWithThatManyShardsPublishesThem() throws Exception {
+    Outbox fourShards = Outbox.builder().schema(env.schema()).topic(TopicConfig.of(TOPIC).withShards(4)).build();
+    List<Message> batch = new ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      batch.add(Message.builder(TOPIC, "order.placed").key("k" + i).payload("p" + i).build());
+    }
+    RelayTestSupport.appendAll(env, fourShards, batch);
+    long onShard2 = env.queryLong("select count(*) from outbox where topic = ? and shard = 2", TOPIC);
+    assertThat(onShard2).as("the keys spread over all four shards").isPositive();
+
+    try (LogCapture logs = LogCapture.start();
+        Relay narrow = relay("relay-narrow", 2)) {
+      narrow.start();
+      narrow.maintainOnce();
+
+      Health down = narrow.health();
+      assertThat(down.status()).isEqualTo(Health.Status.DOWN);
+      assertThat(down.reasons()).singleElement().satisfies(r -> {
+        assertThat(r.code()).isEqualTo("shards-mismatch");
+        assertThat(r.message()).isEqualTo("relay relay-narrow: topic '" + TOPIC + "' has " + onShard2
+            + " unpublished row(s) on shard 2, which no relay owns: this relay declares 2 shard(s) (0..1), fewer"
+            + " than the outbox that appended them; every outbox, relay and consumer of a topic must declare the"
+            + " same shard count (TopicConfig.withShards)");
+      });
+      narrow.maintainOnce();
+      assertThat(logs.warnings()).filteredOn(l -> l.contains("which no relay owns")).hasSize(1);
+
+      try (Relay wide = relay("relay-wide", 4)) {
+        wide.relayOnce(); // takes the two shards nobody holds, and publishes them
+        assertThat(wide.ownedShards()).hasSize(2);
+      }
+      narrow.maintainOnce();
+
+      assertThat(narrow.health().has("shards-mismatch")).isFalse();
+      assertThat(env.queryLong("select count(*) from outbox where topic = ? and shard >= 2 and published_at is null",
+          TOPIC)).isZero();
+    }
+  }
+
+  private Relay relay(String owner, int shards) {
+    return Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of(TOPIC).withShards(shards)).owner(owner).idlePollInterval(Duration.ofMillis(50))
+        .build();
+  }
+}
