@@ -85,7 +85,7 @@ public interface Relay extends AutoCloseable {
    *       {@code closed} (closing or closed), or {@code relay-thread-dead} (its thread died of an {@link Error} or a
    *       bug; it is not replaced, since its leases expire for another relay to take; the death is logged at ERROR),
    *       or {@code shards-mismatch} (unpublished rows of its topics wait on a shard at or above its shard count that
-   *       no live lease covers: an outbox declared more shards; the relay's thread looks every 10 s, and
+   *       no live lease covers: an outbox declared more shards; the relay's thread looks every 30 s, and
    *       {@link #maintainOnce()} looks too).
    *   <li>{@code DEGRADED}: its last cycle failed and none went through since ({@code database-unreachable} for an
    *       SQL failure, a revoked grant included; {@code redis-unreachable}; {@code cycle-failing} for anything

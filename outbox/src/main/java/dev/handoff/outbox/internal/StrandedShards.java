@@ -26,8 +26,11 @@ final class StrandedShards {
 
   private static final Logger log = LoggerFactory.getLogger(Relay.class);
 
-  /** How often the relay's thread looks. */
-  static final Duration EVERY = Duration.ofSeconds(10);
+  /**
+   * How often the relay's thread looks: a misconfiguration need not be seen within seconds, and every transaction
+   * of an idle relay counts (at 10 s this look raised an idle relay owning 200 shards from 1.6-1.8 to 1.9 per s).
+   */
+  static final Duration EVERY = Duration.ofSeconds(30);
   /** Rows counted, at most, on the stranded shard. */
   private static final int COUNT_LIMIT = 10_000;
 
