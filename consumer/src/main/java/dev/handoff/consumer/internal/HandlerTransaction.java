@@ -1,6 +1,5 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.consumer.InboundMessage;
 import dev.handoff.outbox.internal.Statements;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
