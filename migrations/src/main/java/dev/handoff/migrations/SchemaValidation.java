@@ -25,7 +25,7 @@ final class SchemaValidation {
       "GRANT (?<privileges>[A-Z, ]+?)(?: \\((?<columns>[^)]*)\\))? ON (?<schemaGrant>SCHEMA )?(?<object>\\S+) TO .*");
 
   /** One privilege to hold: on the schema, a table, or a column of it. */
-  private record Needed(String privilege, String table, String column) {
+  record Needed(String privilege, String table, String column) {
 
     String describe(String schema) {
       if (table == null) {
