@@ -32,7 +32,8 @@ class StrictModeTest {
   @Test
   void aHandlerWritingThroughTheApplicationsDataSourceFailsTheReplayAssertionAndWritesNothing() {
     Fixture f = new Fixture(env, "strict-outside");
-    DataSource appData = ConsumerTestKit.strict(env.dataSource());
+    DataSource dataSource = env.dataSource();
+    DataSource appData = ConsumerTestKit.strict(dataSource);
     StreamMessage m = f.message();
     f.publish(m);
     try (StreamConsumer consumer = f.consumer(f.topic).handler((tx, msg) -> insertEffect(appData, f, msg))

@@ -39,7 +39,7 @@ class ReplayVerificationExampleTest {
     try (Relay relay = t.relay(); LedgerConsumer ledger = t.ledger("verify", LedgerConsumer.DEFAULT_GROUP)) {
       StreamConsumer consumer = ledger.consumer();
       Instant start = Instant.now();
-      assertThat(payments.payAll(ten)).isEqualTo(10);
+      payments.payAll(ten);
       List<UUID> ids = env.queryList("SELECT message_id FROM outbox", UUID.class);
       relay.start();
       consumer.start();
