@@ -181,11 +181,7 @@ class HandlerTransactionTest {
       for (InboundMessage m : batch) {
         effect.handle(tx, m);
         if (m.messageId().equals(rogue.messageId())) {
-          try (Statement s = tx.createStatement()) {
-            s.execute("COMMIT");
-          } catch (SQLException swallowed) {
-            // as careless code does
-          }
+          commitAsSqlAndCarryOn(tx);
         }
       }
     }).build()) {
@@ -212,11 +208,7 @@ class HandlerTransactionTest {
     try (StreamConsumer consumer = f.consumer(g).maxDeliveries(1).handler((tx, msg) -> {
       effect.handle(tx, msg);
       if (!fixed.get()) {
-        try (Statement s = tx.createStatement()) {
-          s.execute("COMMIT");
-        } catch (SQLException swallowed) {
-          // as careless code does
-        }
+        commitAsSqlAndCarryOn(tx);
       }
     }).build()) {
       consumer.pollOnce();
@@ -236,6 +228,15 @@ class HandlerTransactionTest {
       assertThat(f.effectCount(g, m.messageId())).isEqualTo(1);
       assertThat(f.inboxCount(g, "processed")).isEqualTo(1);
       assertThat(env.queryLong("SELECT count(*) FROM batch_seal")).isZero();
+    }
+  }
+
+  /** {@code COMMIT} sent as SQL, its failure swallowed, as careless code does. */
+  private static void commitAsSqlAndCarryOn(Connection tx) {
+    try (Statement s = tx.createStatement()) {
+      s.execute("COMMIT");
+    } catch (SQLException swallowed) {
+      // the handler carries on as if it had worked
     }
   }
 }

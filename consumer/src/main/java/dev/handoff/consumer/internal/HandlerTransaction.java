@@ -191,12 +191,7 @@ final class HandlerTransaction {
 
   /** Whether {@code e} (or a cause) says a handler tried to end, or ended, the transaction it was given. */
   static boolean endedBy(Throwable e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof SQLException s && INVALID_TERMINATION.equals(s.getSQLState())) {
-        return true;
-      }
-    }
-    return false;
+    return Jdbc.hasState(e, INVALID_TERMINATION);
   }
 
   /** A handler call, given the guarded connection. */

@@ -55,8 +55,13 @@ final class Jdbc {
 
   /** True when the error says the transaction was aborted by an earlier failed statement (SQLSTATE 25P02). */
   static boolean transactionAborted(Throwable e) {
+    return hasState(e, "25P02");
+  }
+
+  /** True when {@code e} or one of its causes is an {@link SQLException} of SQLSTATE {@code state}. */
+  static boolean hasState(Throwable e, String state) {
     for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof SQLException s && "25P02".equals(s.getSQLState())) {
+      if (t instanceof SQLException s && state.equals(s.getSQLState())) {
         return true;
       }
     }
