@@ -65,6 +65,7 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   InboxRetention inboxRetention = InboxRetention.defaults();
   Duration retryRequestInterval = DEFAULT_RETRY_REQUEST_INTERVAL;
   ConsumerFaults faults = ConsumerFaults.NONE;
+  ConsumerTransactions transactions;
   Clock clock = Clock.systemUTC();
   MeterRegistry meterRegistry;
   Duration metricsRefreshInterval = DEFAULT_METRICS_REFRESH_INTERVAL;
@@ -231,6 +232,18 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   }
 
   /** Metrics callbacks. Defaults to {@link ConsumerListener#NOOP}. */
+  /**
+   * Lets the application run the consumer's transactions (see {@link ConsumerTransactions}), so that a handler's
+   * writes through the application's own data access join the transaction of the inbox marker. Default: none, the
+   * consumer runs its transactions itself on the builder's {@code DataSource}, and handlers write through the
+   * {@code Connection} they are given. With hosted transactions, failure isolation is always
+   * {@link FailureIsolation#OPTIMISTIC_BATCH}; {@link #build()} refuses {@link FailureIsolation#SAVEPOINT_PER_MESSAGE}.
+   */
+  public B transactions(ConsumerTransactions transactions) {
+    this.transactions = Objects.requireNonNull(transactions, "transactions");
+    return self();
+  }
+
   public B listener(ConsumerListener listener) {
     this.listener = listener;
     return self();
@@ -260,6 +273,11 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   final <C extends HandoffConsumer> C buildWith(Function<ConsumerConfig, C> create,
       BiConsumer<C, MetricsRefresher> attachMetrics) {
     ConsumerConfig config = config();
+    if (transactions != null && config.failureIsolation() == FailureIsolation.SAVEPOINT_PER_MESSAGE) {
+      throw new IllegalArgumentException("failureIsolation SAVEPOINT_PER_MESSAGE cannot be used with transactions()"
+          + " run by the application: a savepoint rollback does not undo what its framework holds outside the"
+          + " database (a JPA persistence context); use OPTIMISTIC_BATCH");
+    }
     if (meterRegistry == null) {
       return create.apply(config);
     }

@@ -1,6 +1,7 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
+import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.PausedWorker;
 import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.outbox.Health;
@@ -68,8 +69,9 @@ abstract class AbstractConsumer extends ConsumerOperations {
    */
   record Words(String kind, String label, String workerLabel, String unit, String abandonNote) {}
 
-  AbstractConsumer(ConsumerConfig config, DataSource dataSource, Logger log, Words words) {
-    super(config, dataSource, log, words.workerLabel(), words.unit(), words.label());
+  AbstractConsumer(ConsumerConfig config, DataSource dataSource, ConsumerTransactions hosted, Logger log,
+      Words words) {
+    super(config, dataSource, hosted, log, words.workerLabel(), words.unit(), words.label());
     this.log = log;
     this.words = words;
     this.kind = words.kind();

@@ -2,6 +2,7 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.BatchMessageHandler;
 import dev.handoff.consumer.ConsumerConfig;
+import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.FailureIsolation;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.MessageHandler;
@@ -106,6 +107,7 @@ final class BatchSettler {
 
   private final ConsumerConfig config;
   private final DataSource dataSource;
+  private final ConsumerTransactions hosted;
   private final MessageHandler handler;
   private final BatchMessageHandler batchHandler;
   private final InboxQueries inbox;
@@ -115,9 +117,10 @@ final class BatchSettler {
   /** How often a batch is run again at once after serialization failures or deadlocks, before it is paused. */
   static final int CONFLICT_RETRIES = 10;
 
-  BatchSettler(ConsumerConfig config, DataSource dataSource) {
+  BatchSettler(ConsumerConfig config, DataSource dataSource, ConsumerTransactions hosted) {
     this.config = config;
     this.dataSource = dataSource;
+    this.hosted = hosted;
     this.handler = config.handler();
     this.batchHandler = config.batchHandler();
     this.inbox = new InboxQueries(config.schema());
@@ -154,11 +157,8 @@ final class BatchSettler {
     Map<Delivery, InboundMessage> recovered = lost.isEmpty() ? Map.of() : verdicts.recoverLost(lost);
     Deque<Unit> queue = new ArrayDeque<>();
     queue.add(new Unit(candidates, dead, lost));
-    Connection c = null;
     int conflicts = 0;
-    try {
-      c = dataSource.getConnection();
-      c.setAutoCommit(false);
+    try (BatchTransactions txs = BatchTransactions.open(dataSource, hosted)) {
       while (!queue.isEmpty()) {
         Unit u = queue.poll();
         if (u.isEmpty()) {
@@ -166,7 +166,7 @@ final class BatchSettler {
         }
         try {
           out.transactions++;
-          attempt(c, u, mode, recovered, out, hook, abandon);
+          attempt(txs, u, mode, recovered, out, hook, abandon);
         } catch (HandlerFailed | Unattributable failure) {
           Blame blame = Blame.of(failure.getCause());
           if (blame == Blame.CONFLICT && conflicts++ < CONFLICT_RETRIES) {
@@ -178,7 +178,7 @@ final class BatchSettler {
             queue.addFirst(u);
             throw new EnvironmentFailed(failure.getCause());
           }
-          isolate(c, u, failure, mode, out, queue);
+          isolate(txs, u, failure, mode, out, queue);
         }
       }
     } catch (Abandoned e) {
@@ -189,10 +189,6 @@ final class BatchSettler {
       out.databaseError = cause;
       abandonAll(queue, out);
       log.debug("batch of consumer group '{}' abandoned after a failure of the environment", group, cause);
-    } finally {
-      if (c != null) {
-        Jdbc.giveBack(c);
-      }
     }
     return out;
   }
@@ -201,7 +197,7 @@ final class BatchSettler {
    * Puts a message's failure where it belongs: the named culprit out of the unit (failed, or dead when this was its
    * last delivery), or an unattributable failure split down until it can be pinned on one message.
    */
-  private void isolate(Connection c, Unit u, Exception failure, Mode mode, Settled out, Deque<Unit> queue)
+  private void isolate(BatchTransactions txs, Unit u, Exception failure, Mode mode, Settled out, Deque<Unit> queue)
       throws Unattributable {
     if (failure instanceof HandlerFailed hf) {
       Delivery d = u.candidates.get(hf.index);
@@ -217,7 +213,7 @@ final class BatchSettler {
       return;
     }
     Unattributable ua = (Unattributable) failure;
-    if (Jdbc.broken(c, ua.getCause()) || u.candidates.isEmpty()) {
+    if (txs.broken(ua.getCause()) || u.candidates.isEmpty()) {
       queue.addFirst(u); // abandoned with the rest
       throw ua;
     }
@@ -247,8 +243,9 @@ final class BatchSettler {
     }
   }
 
-  private void attempt(Connection c, Unit u, Mode mode, Map<Delivery, InboundMessage> recovered, Settled out,
-      ConsumerFaults hook, BooleanSupplier abandon) throws HandlerFailed, Unattributable {
+  private void attempt(BatchTransactions txs, Unit u, Mode mode, Map<Delivery, InboundMessage> recovered,
+      Settled out, ConsumerFaults hook, BooleanSupplier abandon) throws HandlerFailed, Unattributable, SQLException {
+    Connection c = txs.begin();
     List<Delivery> handled = new ArrayList<>();
     List<Delivery> duplicates = new ArrayList<>();
     List<Dead> dead = new ArrayList<>();
@@ -284,7 +281,8 @@ final class BatchSettler {
       HandlerTransaction guard = HandlerTransaction.of(c, config.schema(), group);
       Set<UUID> inserted = inbox.insertSealed(c, group, ids, streamIds, InboxQueries.PROCESSED, guard.token());
       guard.sealedBy(!ids.isEmpty());
-      boolean savepoints = config.failureIsolation() == FailureIsolation.SAVEPOINT_PER_MESSAGE;
+      boolean savepoints = config.failureIsolation() == FailureIsolation.SAVEPOINT_PER_MESSAGE
+          && txs.savepointsUndoHandlers();
       if (batchHandler != null) {
         List<InboundMessage> fresh = new ArrayList<>(inserted.size());
         int only = -1;
@@ -365,15 +363,15 @@ final class BatchSettler {
       if (abandon.getAsBoolean()) {
         throw new Abandoned(u);
       }
-      guard.commit();
+      txs.commit(guard);
     } catch (Abandoned e) {
-      Jdbc.rollbackQuietly(c);
+      txs.rollback();
       throw e;
     } catch (HandlerFailed | Unattributable e) {
-      Jdbc.rollbackQuietly(c);
+      txs.rollback();
       throw e;
     } catch (SQLException | RuntimeException e) {
-      Jdbc.rollbackQuietly(c);
+      txs.rollback();
       throw new Unattributable(e);
     }
     out.handled.addAll(handled);

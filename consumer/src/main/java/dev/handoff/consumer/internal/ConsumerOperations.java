@@ -2,6 +2,7 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
+import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboxPurgeResult;
 import dev.handoff.consumer.OutboxRange;
@@ -42,12 +43,12 @@ abstract class ConsumerOperations {
    * @param unit what the transport calls one delivery ({@code "entry"})
    * @param label how the group's log lines start ({@code "Consumer group"})
    */
-  ConsumerOperations(ConsumerConfig config, DataSource dataSource, Logger log, String workerLabel, String unit,
-      String label) {
+  ConsumerOperations(ConsumerConfig config, DataSource dataSource, ConsumerTransactions hosted, Logger log,
+      String workerLabel, String unit, String label) {
     this.config = config;
     this.dataSource = dataSource;
-    this.settler = new BatchSettler(config, dataSource);
-    this.deadLetters = new DeadLetterService(config, dataSource);
+    this.settler = new BatchSettler(config, dataSource, hosted);
+    this.deadLetters = new DeadLetterService(config, dataSource, hosted);
     this.inbox = new InboxQueries(config.schema());
     this.reporter = new OutcomeReporter(log, workerLabel, unit, config.listener());
     this.outboxReplay = new OutboxReplay(config, dataSource, settler, this::keyOfShard);

@@ -64,7 +64,7 @@ final class DeadLetterQueries {
     this.markRetried = "UPDATE " + table + " SET status = 'retried', retried_at = now(), retry_requested_at = NULL"
         + " WHERE id = ?";
     this.recordRetryFailure = "UPDATE " + table + " SET retry_requested_at = NULL, retry_failed_at = now(),"
-        + " retry_error = ? WHERE id = ?";
+        + " retry_error = ? WHERE id = ? AND status = 'dead'";
     this.list = "SELECT " + COLUMNS + " FROM " + table + " WHERE consumer_group = ? ORDER BY id DESC LIMIT ?";
     this.countDead = "SELECT count(*) FROM " + table + " WHERE consumer_group = ? AND status = 'dead'";
     this.retryable = "SELECT id FROM " + table + " WHERE consumer_group = ? AND status = 'dead' AND " + RETRYABLE

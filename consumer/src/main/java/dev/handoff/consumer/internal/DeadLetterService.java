@@ -3,6 +3,7 @@ package dev.handoff.consumer.internal;
 import dev.handoff.consumer.BatchMessageHandler;
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
+import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.MessageHandler;
@@ -27,6 +28,7 @@ final class DeadLetterService {
   private static final Logger log = LoggerFactory.getLogger(DeadLetterService.class);
 
   private final DataSource dataSource;
+  private final ConsumerTransactions hosted;
   private final MessageHandler handler;
   private final BatchMessageHandler batchHandler;
   private final InboxQueries inbox;
@@ -34,8 +36,9 @@ final class DeadLetterService {
   private final String group;
   private final String schema;
 
-  DeadLetterService(ConsumerConfig config, DataSource dataSource) {
+  DeadLetterService(ConsumerConfig config, DataSource dataSource, ConsumerTransactions hosted) {
     this.dataSource = dataSource;
+    this.hosted = hosted;
     this.handler = config.handler();
     this.batchHandler = config.batchHandler();
     this.inbox = new InboxQueries(config.schema());
@@ -90,34 +93,27 @@ final class DeadLetterService {
    * @return the message if the handler ran and committed, {@code null} if there was nothing to do
    */
   InboundMessage retry(long deadLetterId) {
-    Connection borrowed = null;
-    try {
-      Connection c = dataSource.getConnection();
-      borrowed = c;
-      c.setAutoCommit(false);
+    try (BatchTransactions txs = BatchTransactions.open(dataSource, hosted)) {
+      Connection c = txs.begin();
       try {
         DeadLetterQueries.Stored stored = deadLetters.lock(c, group, deadLetterId);
         if (stored == null) {
           throw new ConsumerException("no dead letter " + deadLetterId + " in consumer group '" + group + "'");
         }
         if (!"dead".equals(stored.status())) {
-          c.rollback();
+          txs.rollback();
           return null;
         }
-        boolean run = runLocked(c, stored);
-        c.commit();
-        return run ? stored.message() : null;
+        HandlerTransaction ran = runLocked(c, stored);
+        commit(txs, ran, stored);
+        return ran != null ? stored.message() : null;
       } catch (RuntimeException | SQLException e) {
-        Jdbc.rollbackQuietly(c);
+        txs.rollback();
         throw e;
       }
     } catch (SQLException e) {
       throw new ConsumerException("retry of dead letter " + deadLetterId + " in consumer group '" + group
           + "' failed in the database", e);
-    } finally {
-      if (borrowed != null) {
-        Jdbc.giveBack(borrowed);
-      }
     }
   }
 
@@ -137,7 +133,10 @@ final class DeadLetterService {
    * Runs the group's oldest requested retry that no other consumer is running, in one transaction holding its row
    * lock throughout: marker dead -> processed and the handler, then the row marked retried and its request cleared.
    * If the handler fails, that much rolls back (to a savepoint) and the same transaction clears the request and
-   * records the failure, so that the message stays dead and runs once per request, never in a loop.
+   * records the failure, so that the message stays dead and runs once per request, never in a loop. Where a
+   * savepoint cannot undo the handler (the handler ended the transaction, or the application runs the transactions
+   * and may hold state outside the database), all of it rolls back and the failure is recorded in a transaction of
+   * its own, on a row still dead.
    *
    * @return {@link Requested#NONE} when no request was open
    * @throws PostponedException if the handler's failure is the environment's or a conflict ({@link Blame}, such as
@@ -145,58 +144,50 @@ final class DeadLetterService {
    * @throws ConsumerException if the database failed: all rolls back, the request stays
    */
   Requested runNextRequested() {
-    Connection borrowed = null;
-    try {
-      Connection c = dataSource.getConnection();
-      borrowed = c;
-      c.setAutoCommit(false);
+    try (BatchTransactions txs = BatchTransactions.open(dataSource, hosted)) {
+      Connection c = txs.begin();
       DeadLetterQueries.Stored stored = deadLetters.claimRequested(c, group);
       if (stored == null) {
-        c.rollback();
+        txs.rollback();
         return Requested.NONE;
       }
-      Savepoint beforeHandler = c.setSavepoint();
+      Savepoint beforeHandler = txs.savepointsUndoHandlers() ? c.setSavepoint() : null;
       try {
-        boolean run = runLocked(c, stored);
-        c.commit();
-        return new Requested(stored.id(), run ? stored.message() : null, null);
+        HandlerTransaction ran = runLocked(c, stored);
+        commit(txs, ran, stored);
+        return new Requested(stored.id(), ran != null ? stored.message() : null, null);
       } catch (HandlerFailedException e) {
-        if (HandlerTransaction.endedBy(e.getCause())) {
-          // The handler ended the transaction: its row lock and the savepoint went with it, so the failure is
-          // recorded in a transaction of its own, and the request is cleared as after any failure.
-          c.rollback();
-          deadLetters.recordRetryFailure(c, stored.id(), BatchSettler.describe(e.getCause()));
-          c.commit();
-          return new Requested(stored.id(), null, e);
-        }
-        if (Blame.of(e.getCause()) != Blame.MESSAGE) {
+        boolean ended = HandlerTransaction.endedBy(e.getCause());
+        if (!ended && Blame.of(e.getCause()) != Blame.MESSAGE) {
           throw new PostponedException("requested retry of dead letter " + stored.id() + " of consumer group '"
               + group + "' postponed, the failure is not the message's: " + e.getCause(), e.getCause());
         }
-        c.rollback(beforeHandler);
-        deadLetters.recordRetryFailure(c, stored.id(), BatchSettler.describe(e.getCause()));
-        c.commit();
+        Connection recordOn = c;
+        if (ended || beforeHandler == null) {
+          txs.rollback();
+          recordOn = txs.begin();
+        } else {
+          c.rollback(beforeHandler);
+        }
+        deadLetters.recordRetryFailure(recordOn, stored.id(), BatchSettler.describe(e.getCause()));
+        txs.commit(null);
         return new Requested(stored.id(), null, e);
       }
     } catch (SQLException e) {
       throw new ConsumerException("a requested dead-letter retry of consumer group '" + group
           + "' failed in the database", e);
-    } finally {
-      if (borrowed != null) {
-        Jdbc.giveBack(borrowed);
-      }
     }
   }
 
   /**
    * The retry itself, on a locked dead letter: the marker is the fence here too: dead -> processed in the
    * transaction of the effect, or, if a delivery meanwhile processed the message, no second run. The row is then
-   * marked retried (and any request cleared); the caller commits.
+   * marked retried (and any request cleared); the caller commits through the returned guard.
    *
-   * @return whether the handler ran
+   * @return the sealed transaction of the handler that ran, or null if the message was processed meanwhile
    * @throws HandlerFailedException if the handler threw; nothing of this call is to commit
    */
-  private boolean runLocked(Connection c, DeadLetterQueries.Stored stored) throws SQLException {
+  private HandlerTransaction runLocked(Connection c, DeadLetterQueries.Stored stored) throws SQLException {
     InboundMessage m = stored.message();
     if (m == null) {
       throw new ConsumerException("dead letter " + stored.id() + " of consumer group '" + group
@@ -204,9 +195,10 @@ final class DeadLetterService {
     }
     boolean run = inbox.revive(c, group, m.messageId(), m.streamId())
         || !inbox.insert(c, group, List.of(m.messageId()), List.of(m.streamId()), InboxQueries.PROCESSED).isEmpty();
+    HandlerTransaction guard = null;
     if (run) {
       try {
-        HandlerTransaction guard = HandlerTransaction.of(c, schema, group).seal();
+        guard = HandlerTransaction.of(c, schema, group).seal();
         guard.run("retry of dead letter " + stored.id() + " (message " + m.messageId() + ")", tx -> {
           if (batchHandler != null) {
             batchHandler.handle(tx, List.of(m));
@@ -214,14 +206,30 @@ final class DeadLetterService {
             handler.handle(tx, m);
           }
         });
-        guard.unseal();
       } catch (Exception e) {
-        throw new HandlerFailedException("retry of dead letter " + stored.id() + " (message " + m.messageId()
-            + ") in consumer group '" + group + "' failed; it stays dead", e);
+        throw handlerFailed(stored, e);
       }
     }
     deadLetters.markRetried(c, stored.id());
-    return run;
+    return guard;
+  }
+
+  /** Commits a retry; a commit that finds the handler ended its transaction is the handler's failure. */
+  private void commit(BatchTransactions txs, HandlerTransaction ran, DeadLetterQueries.Stored stored)
+      throws SQLException {
+    try {
+      txs.commit(ran);
+    } catch (SQLException e) {
+      if (ran != null && HandlerTransaction.endedBy(e)) {
+        throw handlerFailed(stored, e);
+      }
+      throw e;
+    }
+  }
+
+  private HandlerFailedException handlerFailed(DeadLetterQueries.Stored stored, Exception cause) {
+    return new HandlerFailedException("retry of dead letter " + stored.id() + " (message "
+        + stored.message().messageId() + ") in consumer group '" + group + "' failed; it stays dead", cause);
   }
 
   /** A requested retry that must wait for the next turn: the environment failed, not the message. */

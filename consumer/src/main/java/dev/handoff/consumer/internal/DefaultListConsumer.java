@@ -1,6 +1,7 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
+import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.InboxPurgeRefusedException;
 import dev.handoff.consumer.ListConsumer;
@@ -45,9 +46,9 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   private final ListWorker[] workers;
   private volatile boolean halted;
 
-  public DefaultListConsumer(ConsumerConfig config, DataSource dataSource, HostAndPort redisServer,
-      Set<HostAndPort> redisCluster, JedisClientConfig redisConfig, ConsumerFaults faults) {
-    super(config, dataSource, log, new Words("list consumer", "List consumer of group", "List consumer", "element",
+  public DefaultListConsumer(ConsumerConfig config, DataSource dataSource, ConsumerTransactions hosted,
+      HostAndPort redisServer, Set<HostAndPort> redisCluster, JedisClientConfig redisConfig, ConsumerFaults faults) {
+    super(config, dataSource, hosted, log, new Words("list consumer", "List consumer of group", "List consumer", "element",
         ""));
     this.dataSource = dataSource;
     for (int shard = 0; shard < config.topic().shards(); shard++) {

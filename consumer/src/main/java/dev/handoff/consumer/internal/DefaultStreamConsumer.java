@@ -1,6 +1,7 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
+import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.ConsumerStatus;
 import dev.handoff.consumer.InboundMessage;
@@ -45,9 +46,9 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   private final List<String> streamKeys;
   private final StreamWorker[] workers;
 
-  public DefaultStreamConsumer(ConsumerConfig config, DataSource dataSource, HostAndPort redisServer,
-      Set<HostAndPort> redisCluster, JedisClientConfig redisConfig, ConsumerFaults faults) {
-    super(config, dataSource, log, new Words("consumer", "Consumer group", "Consumer", "entry",
+  public DefaultStreamConsumer(ConsumerConfig config, DataSource dataSource, ConsumerTransactions hosted,
+      HostAndPort redisServer, Set<HostAndPort> redisCluster, JedisClientConfig redisConfig, ConsumerFaults faults) {
+    super(config, dataSource, hosted, log, new Words("consumer", "Consumer group", "Consumer", "entry",
         " (rolled back if not committed, left pending for another consumer to claim)"));
     this.dataSource = dataSource;
     this.redis = new RedisGroups(redisServer, redisCluster, redisConfig, config.group(), config.workers(), config.block(),

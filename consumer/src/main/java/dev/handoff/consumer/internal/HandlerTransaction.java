@@ -124,13 +124,15 @@ final class HandlerTransaction {
   }
 
   /**
-   * Removes the seal; the caller commits next.
+   * Removes the seal, if one was set; the caller commits next.
    *
    * @throws SQLException of SQLSTATE {@value #INVALID_TERMINATION} if the seal was gone: a handler ended the
    *     transaction it was given, and what is open now is a later one, to be rolled back
    */
   void unseal() throws SQLException {
-    removeSeal(unsealSql);
+    if (sealed) {
+      removeSeal(unsealSql);
+    }
   }
 
   /**

@@ -41,10 +41,8 @@ final class Jdbc {
 
   /** True when the error or the connection says the connection itself is gone (SQLSTATE class 08, or invalid). */
   static boolean broken(Connection c, Throwable e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof SQLException s && s.getSQLState() != null && s.getSQLState().startsWith("08")) {
-        return true;
-      }
+    if (hasStateClass(e, "08")) {
+      return true;
     }
     try {
       return c.isClosed() || !c.isValid(2);
@@ -62,6 +60,16 @@ final class Jdbc {
   static boolean hasState(Throwable e, String state) {
     for (Throwable t = e; t != null; t = t.getCause()) {
       if (t instanceof SQLException s && state.equals(s.getSQLState())) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Whether {@code e} or a cause is an {@link SQLException} whose SQLSTATE is of class {@code stateClass}. */
+  static boolean hasStateClass(Throwable e, String stateClass) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLException s && s.getSQLState() != null && s.getSQLState().startsWith(stateClass)) {
         return true;
       }
     }
