@@ -1,0 +1,26 @@
+package dev.handoff.spring.autoconfigure;
+
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.context.annotation.Bean;
+
+/** The {@code handoff} health contributor on Spring Boot 4 ({@code spring-boot-health}). Not API. */
+@AutoConfiguration(after = HandoffAutoConfiguration.class)
+@ConditionalOnBean(HandoffSchema.class)
+@ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
+public class HealthBoot4Configuration {
+
+  @Bean(name = "handoffHealthIndicator")
+  HealthIndicator handoffHealthIndicator(ObjectProvider<RelayLifecycle> relay,
+      ObjectProvider<ListenersLifecycle> listeners) {
+    HandoffHealth health = new HandoffHealth(relay, listeners);
+    return () -> {
+      HandoffHealth.Reading r = health.read();
+      return (r.up() ? Health.up() : Health.down()).withDetails(r.details()).build();
+    };
+  }
+}
