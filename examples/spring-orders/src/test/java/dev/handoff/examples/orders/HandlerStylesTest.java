@@ -11,6 +11,7 @@ import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.Message;
 import dev.handoff.spring.HandoffConsumers;
 import dev.handoff.spring.TransactionalOutbox;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -37,7 +38,7 @@ import org.springframework.transaction.support.TransactionTemplate;
  * transaction are refused or detected, and their failure shows in their dead letter.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
-    "management.endpoints.web.exposure.include=health",
+    "management.endpoints.web.exposure.include=health,handoff",
     "management.endpoint.health.show-details=always"})
 @Import(StyleListeners.class)
 class HandlerStylesTest {
@@ -69,6 +70,7 @@ class HandlerStylesTest {
   @Autowired HandoffConsumers consumers;
   @Autowired DataSource dataSource;
   @Autowired OrderService orders;
+  @Autowired MeterRegistry meters;
   @LocalServerPort int port;
 
   @AfterEach
@@ -157,6 +159,23 @@ class HandlerStylesTest {
     assertThat(health.statusCode()).isEqualTo(200);
     assertThat(health.body()).contains("\"status\":\"UP\"", "\"relay\"", "\"orders/invoicing\"",
         "\"orders/shipping\"", "\"styles/jpa\"");
+
+    HttpResponse<String> group = get("/actuator/handoff/orders/invoicing");
+    assertThat(group.statusCode()).isEqualTo(200);
+    assertThat(group.body()).contains("\"group\":\"invoicing\"", "\"backlog\":0", "\"pending\":0",
+        "\"deadLetters\":0", "\"drained\":true");
+    assertThat(get("/actuator/handoff").body()).contains("\"orders/invoicing\"", "\"styles/jdbc-template\"");
+    assertThat(get("/actuator/handoff/orders/nobody").statusCode()).isEqualTo(404);
+
+    assertThat(meters.find("handoff.outbox.appended").counters()).as("the outbox's meters").isNotEmpty();
+    assertThat(meters.find("handoff.consumer.backlog").tag("group", "invoicing").gauges())
+        .as("the invoicing group's meters").isNotEmpty();
+    assertThat(meters.find("handoff.relay.leases.owned").gauges()).as("the relay's meters").isNotEmpty();
+  }
+
+  private HttpResponse<String> get(String path) throws Exception {
+    return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://localhost:" + port + path)).build(),
+        HttpResponse.BodyHandlers.ofString());
   }
 
   private void append(String topic, String key) {

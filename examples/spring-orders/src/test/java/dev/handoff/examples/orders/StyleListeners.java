@@ -8,6 +8,8 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import javax.sql.DataSource;
+import org.jooq.DSLContext;
+import org.jooq.impl.DSL;
 import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.boot.test.context.TestConfiguration;
 import org.springframework.context.annotation.Bean;
@@ -21,7 +23,7 @@ import org.springframework.jdbc.core.JdbcTemplate;
 @TestConfiguration
 class StyleListeners {
 
-  static final String[] STYLES = {"plain", "jdbc-template", "jpa", "tx-service"};
+  static final String[] STYLES = {"plain", "jdbc-template", "jooq", "jpa", "tx-service"};
   static final String[] MISBEHAVING = {"commits", "rolls-back", "executes-commit", "requires-new", "own-connection"};
 
   @Bean
@@ -35,18 +37,21 @@ class StyleListeners {
   }
 
   @Bean
-  Listeners styleListeners(JdbcTemplate jdbc, EntityManager jpa, EffectService service, DataSource dataSource) {
-    return new Listeners(jdbc, jpa, service, dataSource);
+  Listeners styleListeners(JdbcTemplate jdbc, DSLContext jooq, EntityManager jpa, EffectService service,
+      DataSource dataSource) {
+    return new Listeners(jdbc, jooq, jpa, service, dataSource);
   }
 
   static class Listeners {
     private final JdbcTemplate jdbc;
+    private final DSLContext jooq;
     private final EntityManager jpa;
     private final EffectService service;
     private final DataSource dataSource;
 
-    Listeners(JdbcTemplate jdbc, EntityManager jpa, EffectService service, DataSource dataSource) {
+    Listeners(JdbcTemplate jdbc, DSLContext jooq, EntityManager jpa, EffectService service, DataSource dataSource) {
       this.jdbc = jdbc;
+      this.jooq = jooq;
       this.jpa = jpa;
       this.service = service;
       this.dataSource = dataSource;
@@ -61,6 +66,12 @@ class StyleListeners {
     @HandoffListener(topic = "styles", group = "jdbc-template")
     public void jdbcTemplate(InboundMessage m) {
       jdbc.update("INSERT INTO effect (grp, order_id) VALUES (?, ?)", "jdbc-template", m.key());
+      Poison.failIfPoisoned(m.key());
+    }
+
+    @HandoffListener(topic = "styles", group = "jooq")
+    public void jooq(InboundMessage m) {
+      jooq.insertInto(DSL.table("effect"), DSL.field("grp"), DSL.field("order_id")).values("jooq", m.key()).execute();
       Poison.failIfPoisoned(m.key());
     }
 
