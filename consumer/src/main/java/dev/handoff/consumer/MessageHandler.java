@@ -14,8 +14,10 @@ import java.sql.Connection;
  * the message commits, its marker never says processed, and the message fails, even if the handler swallowed the
  * exception: retried, then dead-lettered with that text. The handler's own savepoints work as usual. Writes through
  * any other connection (the application's {@code DataSource}) commit on their own, apart from the marker, and again
- * on every redelivery: the test kit's strict mode catches them. The handler should not keep a reference to
- * {@code tx} after returning.
+ * on every redelivery: the test kit's strict mode catches them. An application whose data access goes through a
+ * framework's transactions ({@code JdbcTemplate}, JPA) lets that framework run the consumer's transactions instead
+ * ({@link ConsumerBuilder#transactions}; the Spring Boot starter does), so that those writes join {@code tx}'s
+ * transaction. The handler should not keep a reference to {@code tx} after returning.
  *
  * <p>Delivery semantics: the handler may be called more than once for the same message (after a failure, a crash,
  * or a sibling's failure in the same batch when {@link FailureIsolation#OPTIMISTIC_BATCH} is used), but its
