@@ -220,6 +220,31 @@ public class HandoffProperties {
     /** Run a relay in this application, publishing every declared topic. Turn off where a relay runs apart. */
     private boolean enabled = true;
 
+    /**
+     * How long a relay's lease on a shard lasts without renewal: how soon another instance's relay takes over the
+     * shards of one that crashed or froze.
+     */
+    private Duration leaseTtl = Duration.ofSeconds(10);
+
+    /** How often an idle relay looks for new rows when no notification woke it. */
+    private Duration idlePollInterval = Duration.ofSeconds(1);
+
+    public Duration getLeaseTtl() {
+      return leaseTtl;
+    }
+
+    public void setLeaseTtl(Duration leaseTtl) {
+      this.leaseTtl = leaseTtl;
+    }
+
+    public Duration getIdlePollInterval() {
+      return idlePollInterval;
+    }
+
+    public void setIdlePollInterval(Duration idlePollInterval) {
+      this.idlePollInterval = idlePollInterval;
+    }
+
     public boolean isEnabled() {
       return enabled;
     }

@@ -1,6 +1,7 @@
 package dev.handoff.outbox.relay;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import dev.handoff.outbox.Health;
 import dev.handoff.outbox.Message;
@@ -45,6 +46,8 @@ class ShardMismatchTest {
     try (LogCapture logs = LogCapture.start();
         Relay narrow = relay("relay-narrow", 2)) {
       narrow.start();
+      // Its two shards first: a relay that took some later could leave wide one of them and strand the other.
+      await().atMost(Duration.ofSeconds(20)).until(() -> narrow.ownedShards().size() == 2);
       narrow.maintainOnce();
 
       Health down = narrow.health();

@@ -49,7 +49,9 @@ public final class RelayLifecycle implements SmartLifecycle {
       RelayBuilder builder = Relay.builder(dataSource, opened)
           .schema(properties.getSchema())
           .keyPrefix(properties.getKeyPrefix())
-          .drainTimeout(properties.getShutdownTimeout());
+          .drainTimeout(properties.getShutdownTimeout())
+          .leaseTtl(properties.getRelay().getLeaseTtl())
+          .idlePollInterval(properties.getRelay().getIdlePollInterval());
       topics.forEach(builder::topic);
       metrics.accept(builder);
       Relay built = builder.build();

@@ -3,8 +3,15 @@ package dev.handoff.examples.orders;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.handoff.consumer.ConsumerBuilder;
+import dev.handoff.consumer.StreamConsumerBuilder;
+import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
+import dev.handoff.outbox.RedisConnectionSpec;
+import dev.handoff.outbox.RelayBuilder;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.TopicConfig;
 import dev.handoff.spring.HandoffProperties;
 import dev.handoff.spring.TransactionalOutbox;
 import java.io.IOException;
@@ -96,6 +103,25 @@ class SpringDocTest {
     }
     metadata.removeIf(n -> n.equals("handoff.topics") || n.equals("handoff.consumers"));
     assertThat(documented).containsAll(metadata);
+  }
+
+  @Test
+  void theStartersDefaultsAreTheLibrarysOwn() {
+    HandoffProperties p = new HandoffProperties();
+    HandoffProperties.Group group = new HandoffProperties.Group();
+    assertThat(p.getSchema()).isEqualTo(HandoffMigrations.DEFAULT_SCHEMA);
+    assertThat(p.getKeyPrefix()).isEqualTo(StreamFormat.DEFAULT_KEY_PREFIX);
+    assertThat(p.getShutdownTimeout()).isEqualTo(RelayBuilder.DEFAULT_DRAIN_TIMEOUT);
+    assertThat(p.getRelay().getLeaseTtl()).isEqualTo(RelayBuilder.DEFAULT_LEASE_TTL);
+    assertThat(p.getRelay().getIdlePollInterval()).isEqualTo(RelayBuilder.DEFAULT_IDLE_POLL_INTERVAL);
+    assertThat(p.getRedis().getConnectTimeout()).isEqualTo(RedisConnectionSpec.DEFAULT_CONNECT_TIMEOUT);
+    assertThat(p.getRedis().getSocketTimeout()).isEqualTo(RedisConnectionSpec.DEFAULT_SOCKET_TIMEOUT);
+    assertThat(group.getWorkers()).isEqualTo(ConsumerBuilder.DEFAULT_WORKERS);
+    assertThat(group.getBatchSize()).isEqualTo(ConsumerBuilder.DEFAULT_BATCH_SIZE);
+    assertThat(group.getMaxDeliveries()).isEqualTo(ConsumerBuilder.DEFAULT_MAX_DELIVERIES);
+    assertThat(group.getInitialBackoff()).isEqualTo(ConsumerBuilder.DEFAULT_INITIAL_BACKOFF);
+    assertThat(group.getMinIdle()).isEqualTo(StreamConsumerBuilder.DEFAULT_MIN_IDLE);
+    assertThat(new HandoffProperties.Topic().getShards()).isEqualTo(TopicConfig.of("t").shards());
   }
 
   private static Object defaultOf(String property) {
