@@ -7,8 +7,11 @@ import dev.handoff.outbox.Health;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.internal.TopicRegistry;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,6 +20,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
@@ -49,7 +53,8 @@ final class RelayCommand implements Callable<Integer> {
   RedisOptions redis;
 
   @Option(names = "--topics", defaultValue = "${env:HANDOFF_TOPICS}", split = ",",
-      description = "topics to publish, each name or name:shards (env HANDOFF_TOPICS, comma-separated)")
+      description = "topics to publish, each name:shards, or name for the count declared in the database (one shard"
+          + " if none is) (env HANDOFF_TOPICS, comma-separated)")
   List<String> topics;
 
   @Option(names = "--lease-ttl", defaultValue = "${env:HANDOFF_LEASE_TTL:-PT10S}",
@@ -119,7 +124,7 @@ final class RelayCommand implements Callable<Integer> {
       throw new CommandLine.ParameterException(spec.commandLine(),
           "--transport must be stream or list, was '" + transport + "'");
     }
-    List<TopicConfig> topicConfigs = parseTopics(topics);
+    List<TopicOption> topicOptions = parseTopics(topics);
     InetSocketAddress metricsAddress = metricsAddress();
     CountDownLatch stop = Signals.termination();
     AtomicReference<Relay> built = new AtomicReference<>();
@@ -141,6 +146,7 @@ final class RelayCommand implements Callable<Integer> {
         HandoffMigrations.migrate(db, database.schema());
       }
       database.requireMigratedAndGranted(db, HandoffGrants.Role.RELAY);
+      List<TopicConfig> topicConfigs = resolve(db, database.schema(), topicOptions);
       RelayBuilder builder = Relay.builder(db, client)
           .schema(database.schema())
           .keyPrefix(redis.keyPrefix())
@@ -200,8 +206,32 @@ final class RelayCommand implements Callable<Integer> {
             + " schema");
   }
 
-  static List<TopicConfig> parseTopics(List<String> specs) {
+  /** A topic of {@code --topics}: its name, and its shard count where the option states one (else null). */
+  record TopicOption(String name, Integer shards) {}
+
+  /**
+   * The topics to relay: each with the count the option states, or else the one declared for it in the database, or
+   * one shard if none is declared yet. A stated count that differs from the declared one is refused by the relay's
+   * start.
+   */
+  static List<TopicConfig> resolve(DataSource db, String schema, List<TopicOption> options) {
+    TopicRegistry registry = new TopicRegistry(schema);
     List<TopicConfig> result = new ArrayList<>();
+    try (Connection c = db.getConnection()) {
+      for (TopicOption o : options) {
+        int shards = o.shards() != null ? o.shards()
+            : registry.read(c, o.name()).map(TopicRegistry.Declared::shards).orElse(1);
+        result.add(TopicConfig.of(o.name()).withShards(shards));
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException("could not read the topics' shard counts in schema '" + schema + "': "
+          + e.getMessage(), e);
+    }
+    return result;
+  }
+
+  static List<TopicOption> parseTopics(List<String> specs) {
+    List<TopicOption> result = new ArrayList<>();
     for (String spec : specs) {
       String s = spec.trim();
       if (s.isEmpty()) {
@@ -209,7 +239,7 @@ final class RelayCommand implements Callable<Integer> {
       }
       int colon = s.indexOf(':');
       if (colon < 0) {
-        result.add(TopicConfig.of(s));
+        result.add(new TopicOption(TopicConfig.requireValidName(s), null));
       } else {
         int shards;
         try {
@@ -217,7 +247,7 @@ final class RelayCommand implements Callable<Integer> {
         } catch (NumberFormatException e) {
           throw new IllegalArgumentException("topic '" + s + "' must be name or name:shards");
         }
-        result.add(TopicConfig.of(s.substring(0, colon)).withShards(shards));
+        result.add(new TopicOption(TopicConfig.of(s.substring(0, colon)).withShards(shards).name(), shards));
       }
     }
     return result;

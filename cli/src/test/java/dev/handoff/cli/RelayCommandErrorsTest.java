@@ -3,6 +3,7 @@ package dev.handoff.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.migrations.HandoffGrants;
+import dev.handoff.outbox.TopicConfig;
 import dev.handoff.testing.DatabaseRole;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
@@ -111,6 +112,30 @@ class RelayCommandErrorsTest {
           + env.schema() + ".relay_member, which the relay role needs: apply its grants as the owner of handoff's"
           + " tables (handoff.jar grants --role relay --to " + role.name() + " --apply, or HandoffGrants.apply)");
     }
+  }
+
+  @Test
+  void aTopicCountThatDiffersFromTheDeclaredOneStopsTheRelayAtOnceNamingBoth() {
+    env.execute("INSERT INTO topic (name, shards) VALUES ('declared', 4)");
+    String at = env.queryList("SELECT declared_at FROM topic WHERE name = 'declared'", java.sql.Timestamp.class)
+        .get(0).toInstant().toString();
+    List<String> args = new java.util.ArrayList<>(List.of(connected("--schema", env.schema())));
+    args.set(args.indexOf("orders"), "declared:2");
+    Run r = run(args.toArray(String[]::new));
+    assertThat(r.exit()).as("exit; stderr %s", r.err()).isEqualTo(2);
+    assertThat(r.err()).singleElement().asString()
+        .startsWith("handoff: topic 'declared' has 4 shard(s), as declared in the database on " + at + ", and relay ")
+        .contains(" states 2: give every outbox, relay and consumer of a topic the same count");
+    assertThat(env.queryLong("SELECT count(*) FROM relay_lease WHERE topic = 'declared'")).isZero();
+  }
+
+  @Test
+  void aTopicWithoutACountTakesTheDeclaredOneAndOneNeverDeclaredTakesOne() {
+    env.execute("INSERT INTO topic (name, shards) VALUES ('counted', 3)");
+    assertThat(RelayCommand.resolve(env.dataSource(), env.schema(),
+        RelayCommand.parseTopics(List.of("counted", "fresh", "stated:2"))))
+        .containsExactly(TopicConfig.of("counted").withShards(3), TopicConfig.of("fresh"),
+            TopicConfig.of("stated").withShards(2));
   }
 
   @Test

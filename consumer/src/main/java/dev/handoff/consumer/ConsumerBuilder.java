@@ -4,11 +4,15 @@ import dev.handoff.consumer.internal.JooqHandlers;
 import dev.handoff.consumer.internal.micrometer.ConsumerMetrics;
 import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.migrations.HandoffMigrations;
+import dev.handoff.migrations.SchemaNames;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.internal.MetricsRefresher;
 import dev.handoff.outbox.internal.Statements;
+import dev.handoff.outbox.internal.TopicRegistry;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Collection;
@@ -66,6 +70,7 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   Duration retryRequestInterval = DEFAULT_RETRY_REQUEST_INTERVAL;
   ConsumerFaults faults = ConsumerFaults.NONE;
   ConsumerTransactions transactions;
+  boolean topicCountFromDatabase;
   Clock clock = Clock.systemUTC();
   MeterRegistry meterRegistry;
   Duration metricsRefreshInterval = DEFAULT_METRICS_REFRESH_INTERVAL;
@@ -116,15 +121,25 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
     return self();
   }
 
-  /** The topic to consume, with its shard count (all shards are consumed). Required. */
+  /**
+   * The topic to consume, stating its shard count (all shards are consumed). The count must be the one declared for
+   * the topic in the database, if one is: {@code start()} and {@code pollOnce()} fail otherwise, with a
+   * {@link dev.handoff.outbox.TopicMismatchException} naming both counts. Required, in this form or by name.
+   */
   public B topic(TopicConfig topic) {
     this.topic = Objects.requireNonNull(topic, "topic");
+    this.topicCountFromDatabase = false;
     return self();
   }
 
-  /** The topic to consume, with one shard. */
+  /**
+   * The topic to consume, with the shard count declared for it in the database (by the outbox, relay or consumer that
+   * stated one first), read by {@link #build()}; one shard if none is declared yet.
+   */
   public B topic(String topic) {
-    return topic(TopicConfig.of(topic));
+    this.topic = TopicConfig.of(topic);
+    this.topicCountFromDatabase = true;
+    return self();
   }
 
   /**
@@ -272,7 +287,11 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   /** Builds through {@code create}, instrumented when a meter registry was given. */
   final <C extends HandoffConsumer> C buildWith(Function<ConsumerConfig, C> create,
       BiConsumer<C, MetricsRefresher> attachMetrics) {
-    ConsumerConfig config = config();
+    ConsumerConfig config = config(); // every setting is checked before the database is asked anything
+    if (topicCountFromDatabase) {
+      topic = topic.withShards(declaredShards(topic.name()));
+      config = config();
+    }
     if (transactions != null && config.failureIsolation() == FailureIsolation.SAVEPOINT_PER_MESSAGE) {
       throw new IllegalArgumentException("failureIsolation SAVEPOINT_PER_MESSAGE cannot be used with transactions()"
           + " run by the application: a savepoint rollback does not undo what its framework holds outside the"
@@ -288,6 +307,17 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   }
 
   /** The clock for backoffs, ages and deadlines. Defaults to the system UTC clock. */
+  private int declaredShards(String name) {
+    SchemaNames.requireValid(schema);
+    try (Connection c = dataSource.getConnection()) {
+      return new TopicRegistry(schema).read(c, name).map(TopicRegistry.Declared::shards)
+          .orElse(TopicConfig.of(name).shards());
+    } catch (SQLException e) {
+      throw new ConsumerException("could not read the shard count of topic '" + name + "' from the database; state"
+          + " it with topic(TopicConfig.of(\"" + name + "\").withShards(n)) to build without the database", e);
+    }
+  }
+
   public B clock(Clock clock) {
     this.clock = clock;
     return self();

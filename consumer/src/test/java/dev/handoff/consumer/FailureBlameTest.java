@@ -122,6 +122,9 @@ class FailureBlameTest {
       ConsumerTestKit.await("the message with a negative amount is dead-lettered", Duration.ofSeconds(20),
           () -> consumer.status().deadLetters() == 1);
       ConsumerTestKit.awaitDrained(consumer, Duration.ofSeconds(20));
+      // The worker reports a batch to the listener after acknowledging it: drained can be seen before the report.
+      ConsumerTestKit.await("the failure and the dead letter reported to the listener", Duration.ofSeconds(20),
+          () -> events.failed.get() >= 1 && events.deadLettered.get() >= 1);
 
       assertThat(events.failed).hasValue(1);
       assertThat(events.deadLettered).hasValue(1);

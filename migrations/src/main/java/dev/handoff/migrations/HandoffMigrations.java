@@ -38,7 +38,8 @@ public final class HandoffMigrations {
 
   /** Every table the migrations create, in the order they are checked. */
   public static final List<String> TABLES =
-      List.of("outbox", "outbox_purged", "relay_lease", "relay_member", "inbox", "dead_letter", "batch_seal");
+      List.of("outbox", "outbox_purged", "relay_lease", "relay_member", "inbox", "dead_letter", "batch_seal",
+          "topic");
 
   private HandoffMigrations() {}
 

@@ -12,8 +12,9 @@ import org.junit.jupiter.api.Test;
 @HandoffTest(migrate = false)
 class HandoffMigrationsTest {
 
-  private static final List<String> TABLES = List.of("batch_seal", "dead_letter", "inbox", "outbox", "outbox_purged", "relay_lease", "relay_member");
-  private static final int MIGRATIONS = 4;
+  private static final List<String> TABLES =
+      List.of("batch_seal", "dead_letter", "inbox", "outbox", "outbox_purged", "relay_lease", "relay_member", "topic");
+  private static final int MIGRATIONS = 5;
 
   @Test
   void appliesOnAFreshDatabaseAndReapplyingIsANoOp(TestEnvironment env) {

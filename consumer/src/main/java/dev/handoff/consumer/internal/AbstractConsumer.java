@@ -111,6 +111,9 @@ abstract class AbstractConsumer extends ConsumerOperations {
 
   /** Moves a new consumer to running, or throws: a consumer starts once. */
   protected final void beginStart() {
+    if (state.get() == State.NEW) {
+      requireDeclaredShards(kind + " of group '" + config.group() + "'", log);
+    }
     if (!state.compareAndSet(State.NEW, State.RUNNING)) {
       throw new IllegalStateException(kind + " of group '" + config.group() + "' was already "
           + state.get().name().toLowerCase() + "; a consumer starts once");
@@ -124,6 +127,9 @@ abstract class AbstractConsumer extends ConsumerOperations {
 
   /** Moves a new consumer to polling (or leaves it there), or throws if it was started or closed. */
   protected final void beginPoll() {
+    if (state.get() == State.NEW) {
+      requireDeclaredShards(kind + " of group '" + config.group() + "'", log);
+    }
     if (!state.compareAndSet(State.NEW, State.POLLING) && state.get() != State.POLLING) {
       throw new IllegalStateException("pollOnce is for consumers that were not started; " + kind + " of group '"
           + config.group() + "' is " + state.get().name().toLowerCase());

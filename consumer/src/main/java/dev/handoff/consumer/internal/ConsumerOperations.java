@@ -7,6 +7,7 @@ import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboxPurgeResult;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
+import dev.handoff.outbox.internal.TopicRegistry;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Instant;
@@ -63,6 +64,22 @@ abstract class ConsumerOperations {
   /** The immutable settings this consumer runs with. */
   public final ConsumerConfig config() {
     return config;
+  }
+
+  /**
+   * Declares the topic with this consumer's shard count, or checks it against the count on record. A database not
+   * reachable yet leaves the check to the next start: the workers wait for the database anyway.
+   *
+   * @param who how the refusal names this consumer ("consumer of group 'billing'")
+   * @throws dev.handoff.outbox.TopicMismatchException naming the topic and both counts
+   */
+  protected final void requireDeclaredShards(String who, Logger log) {
+    try (Connection c = dataSource.getConnection()) {
+      new TopicRegistry(config.schema()).requireSame(c, config.topic().name(), config.topic().shards(), who);
+    } catch (SQLException e) {
+      log.warn("{}: could not check the shard count of topic '{}' at start ({})", who, config.topic().name(),
+          e.toString());
+    }
   }
 
   /** The stream or list key that shard {@code shard}'s messages are delivered on. */

@@ -20,3 +20,6 @@ GRANT SELECT (id, message_id) ON :"schema".outbox TO :"role";
 -- A topic with a capacity policy (CapacityPolicy.reject or CapacityPolicy.waitUpTo) counts its unpublished rows
 -- before appending.
 GRANT SELECT (topic, published_at) ON :"schema".outbox TO :"role";
+
+-- An append reads its topic's declared shard count (recorded by the relays and consumers when they start).
+GRANT SELECT ON :"schema".topic TO :"role";

@@ -34,3 +34,6 @@ GRANT UPDATE (status, retried_at, retry_requested_at, retry_failed_at, retry_err
 GRANT SELECT ON :"schema".outbox TO :"role";
 -- A replay reports how much of its range the outbox retention already deleted.
 GRANT SELECT ON :"schema".outbox_purged TO :"role";
+
+-- A topic's shard count is declared once (TopicRegistry): the first to state it records it, later ones read it.
+GRANT SELECT, INSERT ON :"schema".topic TO :"role";

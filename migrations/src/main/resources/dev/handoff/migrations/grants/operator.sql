@@ -32,3 +32,6 @@ GRANT INSERT (consumer_group, message_id, stream_id, outcome) ON :"schema".inbox
 GRANT UPDATE (outcome, processed_at, stream_id) ON :"schema".inbox TO :"role";
 -- The retry's handler runs in a sealed transaction, as a delivery's does (V4).
 GRANT SELECT, INSERT, DELETE ON :"schema".batch_seal TO :"role";
+
+-- status and the other commands read each topic's declared shard count.
+GRANT SELECT ON :"schema".topic TO :"role";

@@ -31,3 +31,6 @@ GRANT SELECT (owner, heartbeat_at) ON :"schema".relay_member TO :"role";
 GRANT INSERT (owner) ON :"schema".relay_member TO :"role";
 GRANT UPDATE (heartbeat_at) ON :"schema".relay_member TO :"role";
 GRANT DELETE ON :"schema".relay_member TO :"role";
+
+-- A topic's shard count is declared once (TopicRegistry): the first to state it records it, later ones read it.
+GRANT SELECT, INSERT ON :"schema".topic TO :"role";

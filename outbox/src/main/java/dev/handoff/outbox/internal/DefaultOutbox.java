@@ -25,6 +25,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 
 /** The JDBC implementation of {@link Outbox}. Thread-safe: it holds no per-call state. */
 public final class DefaultOutbox implements Outbox {
@@ -34,6 +35,8 @@ public final class DefaultOutbox implements Outbox {
   private final String insertOne;
   private final String insertMany;
   private final DepthGauge depth;
+  private final TopicRegistry registry;
+  private final Map<String, Integer> confirmed = new ConcurrentHashMap<>();
 
   public DefaultOutbox(OutboxConfig config) {
     this.config = Objects.requireNonNull(config, "config");
@@ -57,6 +60,31 @@ public final class DefaultOutbox implements Outbox {
             + " AS u(m, t, s, k, ty, p, h) RETURNING id, message_id)"
             + " SELECT ins.id, ins.message_id FROM ins WHERE (SELECT count(*) FROM n) >= 0";
     this.depth = new DepthGauge(config.schema(), config.depthRefreshInterval().toNanos());
+    this.registry = new TopicRegistry(config.schema());
+  }
+
+  /**
+   * The shard count of {@code topic}: the one on record in the database, which this outbox's own, if it states one,
+   * must equal. The record is read, never written, here: an insert would hold the topic's row locked until the
+   * caller's transaction ends, and every other first append to the topic would wait for it. Relays and consumers
+   * record the count when they start. Until one has, this outbox uses its own count (one shard if it states none)
+   * and reads again at the next append; once read, the count is kept.
+   */
+  private int shardsOf(Connection tx, String topic) throws SQLException {
+    Integer known = confirmed.get(topic);
+    if (known != null) {
+      return known;
+    }
+    TopicConfig stated = config.topic(topic);
+    TopicRegistry.Declared d = registry.read(tx, topic).orElse(null);
+    if (d == null) {
+      return stated.shards();
+    }
+    if (config.topics().containsKey(topic) && d.shards() != stated.shards()) {
+      throw TopicRegistry.mismatch(topic, d, stated.shards(), "this outbox");
+    }
+    confirmed.put(topic, d.shards());
+    return d.shards();
   }
 
   @Override
@@ -68,8 +96,9 @@ public final class DefaultOutbox implements Outbox {
   public AppendedMessage append(Connection tx, Message message) {
     Objects.requireNonNull(message, "message");
     requireTransaction(tx);
-    Prepared p = prepare(message);
+    Prepared validated = prepare(message);
     try {
+      Prepared p = validated.onShardOf(message, shardsOf(tx, message.topic()));
       reserveCapacity(tx, message.topic(), 1);
       try (PreparedStatement ps = Statements.prepare(tx, insertOne)) {
         ps.setObject(1, p.messageId);
@@ -120,18 +149,22 @@ public final class DefaultOutbox implements Outbox {
     String[] types = new String[n];
     byte[][] payloads = new byte[n][];
     String[] headers = new String[n];
-    for (int i = 0; i < n; i++) {
-      Message m = messages.get(i);
-      Prepared p = prepared.get(i);
-      ids[i] = p.messageId;
-      topics[i] = m.topic();
-      shards[i] = p.shard;
-      keys[i] = m.key();
-      types[i] = m.type();
-      payloads[i] = p.payload;
-      headers[i] = p.headersJson;
-    }
     try {
+      Map<String, Integer> shardCounts = new HashMap<>();
+      for (String topic : perTopic.keySet()) {
+        shardCounts.put(topic, shardsOf(tx, topic));
+      }
+      for (int i = 0; i < n; i++) {
+        Message m = messages.get(i);
+        Prepared p = prepared.get(i).onShardOf(m, shardCounts.get(m.topic()));
+        ids[i] = p.messageId;
+        topics[i] = m.topic();
+        shards[i] = p.shard;
+        keys[i] = m.key();
+        types[i] = m.type();
+        payloads[i] = p.payload;
+        headers[i] = p.headersJson;
+      }
       for (Map.Entry<String, Integer> e : perTopic.entrySet()) {
         reserveCapacity(tx, e.getKey(), e.getValue());
       }
@@ -179,7 +212,12 @@ public final class DefaultOutbox implements Outbox {
     }
   }
 
-  private record Prepared(UUID messageId, int shard, byte[] payload, String headersJson) {}
+  /** A validated message; its shard is set once the topic's count is known ({@link #onShardOf}). */
+  private record Prepared(UUID messageId, int shard, byte[] payload, String headersJson) {
+    Prepared onShardOf(Message m, int shards) {
+      return new Prepared(messageId, Shards.of(m.key(), messageId, shards), payload, headersJson);
+    }
+  }
 
   private Prepared prepare(Message message) {
     if (message.payloadSize() > config.maxPayloadBytes()) {
@@ -196,10 +234,7 @@ public final class DefaultOutbox implements Outbox {
           "headers of a '" + message.type() + "' message to topic '" + message.topic() + "' are " + headerBytes
               + " bytes as JSON, over the limit of " + config.maxHeaderBytes() + " bytes");
     }
-    TopicConfig topic = config.topic(message.topic());
-    UUID messageId = UuidV7.next(config.clock().millis());
-    int shard = Shards.of(message.key(), messageId, topic.shards());
-    return new Prepared(messageId, shard, message.payload(), headersJson);
+    return new Prepared(UuidV7.next(config.clock().millis()), -1, message.payload(), headersJson);
   }
 
   private static void requireTransaction(Connection tx) {

@@ -145,6 +145,14 @@ public final class DefaultRelay implements Relay {
 
   @Override
   public void start() {
+    // A topic declared with another shard count fails here, in the caller's thread; a database not reachable yet is
+    // the loop's to wait for, and it checks the same before taking any shard.
+    try (Connection c = autocommit()) {
+      LeaseKeeper.requireDeclaredShards(c, config);
+    } catch (SQLException e) {
+      log.warn("relay {}: could not check its topics' shard counts at start ({}); it checks them once connected",
+          config.owner(), e.toString());
+    }
     if (!state.compareAndSet(State.NEW, State.RUNNING)) {
       throw new IllegalStateException("relay " + config.owner() + " was already started or closed");
     }

@@ -1,5 +1,7 @@
 package dev.handoff.outbox.internal;
 
+import dev.handoff.outbox.TopicConfig;
+
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayConfig;
 import dev.handoff.outbox.RelayListener;
@@ -98,6 +100,18 @@ final class LeaseKeeper {
 
 
   /**
+   * Declares each of {@code config}'s topics with its shard count, or checks that count against the one on record.
+   *
+   * @throws dev.handoff.outbox.TopicMismatchException naming the topic and both counts
+   */
+  static void requireDeclaredShards(Connection c, RelayConfig config) throws SQLException {
+    TopicRegistry registry = new TopicRegistry(config.schema());
+    for (TopicConfig t : config.topics()) {
+      registry.requireSame(c, t.name(), t.shards(), "relay " + config.owner());
+    }
+  }
+
+  /**
    * Gives up the shards whose renewal found another owner; then, when due ({@code force}: now), renews (unless the
    * {@link LeaseRenewer} does, on its own thread), gives shards above the fair share back, takes free or expired
    * ones, and checks owned streams for loss.
@@ -115,8 +129,10 @@ final class LeaseKeeper {
       // The first check renews here too, so that this relay counts itself among the live ones from the start.
       boolean renewHere = !renewer.running() || !rowsEnsured;
       if (!rowsEnsured) {
-        // Before any row is created: a refused relay must not claim a new topic's shards for its prefix.
+        // Before any row is created: a refused relay must not claim a new topic's shards for its prefix, nor shards
+        // of a count the topic was not declared with.
         leases.requireKeyPrefix(c, config.keyPrefix());
+        requireDeclaredShards(c, config);
         for (ShardId shard : allShards) {
           leases.ensureRow(c, shard, config.keyPrefix());
         }

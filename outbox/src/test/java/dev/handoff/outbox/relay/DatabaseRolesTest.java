@@ -78,7 +78,8 @@ class DatabaseRolesTest {
     assertThat(env.newRole().grant(Role.APPLICATION).privileges()).containsExactlyElementsOf(sorted(
         "schema:USAGE",
         cols("outbox", "INSERT", "message_id", "topic", "shard", "message_key", "type", "payload", "headers"),
-        cols("outbox", "SELECT", "id", "message_id", "topic", "published_at")));
+        cols("outbox", "SELECT", "id", "message_id", "topic", "published_at"),
+        "topic:SELECT"));
     assertThat(env.newRole().grant(Role.RELAY).privileges()).containsExactlyElementsOf(sorted(
         "schema:USAGE", "outbox:SELECT", "outbox:DELETE",
         cols("outbox", "UPDATE", "stream_ms", "stream_seq", "published_at"),
@@ -91,7 +92,7 @@ class DatabaseRolesTest {
         cols("relay_member", "SELECT", "owner", "heartbeat_at"),
         cols("relay_member", "INSERT", "owner"),
         cols("relay_member", "UPDATE", "heartbeat_at"),
-        "relay_member:DELETE"));
+        "relay_member:DELETE", "topic:SELECT", "topic:INSERT"));
     assertThat(env.newRole().grant(Role.CONSUMER).privileges()).containsExactlyElementsOf(sorted(
         "schema:USAGE", "inbox:SELECT", "inbox:DELETE", "batch_seal:SELECT", "batch_seal:INSERT", "batch_seal:DELETE",
         cols("inbox", "INSERT", "consumer_group", "message_id", "stream_id", "outcome"),
@@ -101,7 +102,7 @@ class DatabaseRolesTest {
             "outbox_id", "message_key", "type", "headers", "payload", "created_at", "deliveries", "error"),
         cols("dead_letter", "UPDATE", "status", "retried_at", "retry_requested_at", "retry_failed_at",
             "retry_error"),
-        "outbox:SELECT", "outbox_purged:SELECT"));
+        "outbox:SELECT", "outbox_purged:SELECT", "topic:SELECT", "topic:INSERT"));
     assertThat(env.newRole().grant(Role.OPERATOR).privileges()).containsExactlyElementsOf(sorted(
         "schema:USAGE",
         cols("outbox", "SELECT", "id", "message_id", "topic", "shard", "created_at", "published_at"),
@@ -111,7 +112,7 @@ class DatabaseRolesTest {
         "inbox:SELECT", "inbox:DELETE",
         cols("inbox", "INSERT", "consumer_group", "message_id", "stream_id", "outcome"),
         cols("inbox", "UPDATE", "outcome", "processed_at", "stream_id"),
-        "batch_seal:SELECT", "batch_seal:INSERT", "batch_seal:DELETE"));
+        "batch_seal:SELECT", "batch_seal:INSERT", "batch_seal:DELETE", "topic:SELECT"));
   }
 
   @Test

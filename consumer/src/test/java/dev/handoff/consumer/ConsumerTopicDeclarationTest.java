@@ -1,0 +1,58 @@
+package dev.handoff.consumer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.TopicMismatchException;
+import dev.handoff.outbox.Transport;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.TestEnvironment;
+import java.util.Locale;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * A consumer reads its topic's shard count from the database when it states none, and is refused at start, in one
+ * line naming both counts, when it states another: on streams and on lists.
+ */
+@HandoffTest
+class ConsumerTopicDeclarationTest {
+
+  private final TestEnvironment env;
+
+  ConsumerTopicDeclarationTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  @ParameterizedTest
+  @EnumSource(Transport.class)
+  void aConsumerStatingAnotherCountIsRefusedAndOneStatingNoneReadsTheDeclaredOne(Transport transport) {
+    String topic = "declared-" + transport.name().toLowerCase(Locale.ROOT);
+    env.execute("INSERT INTO topic (name, shards) VALUES ('" + topic + "', 4)");
+    String declaredAt = env.queryList("SELECT declared_at FROM topic WHERE name = ?", java.sql.Timestamp.class, topic)
+        .get(0).toInstant().toString();
+    Fixture f = new Fixture(env, topic);
+
+    try (HandoffConsumer byName = builder(transport, f, "by-name").build()) {
+      assertThat(byName.config().topic().shards()).as("read from the database").isEqualTo(4);
+    }
+
+    String kind = transport == Transport.LIST ? "list consumer" : "consumer";
+    String line = "topic '" + topic + "' has 4 shard(s), as declared in the database on " + declaredAt + ", and "
+        + kind + " of group 'stated' states 2: give every outbox, relay and consumer of a topic the same count, or"
+        + " none so that they read it (changing a topic's count: docs/scaling.md#choosing-the-shard-count)";
+    try (HandoffConsumer stated = builder(transport, f, "stated").topic(TopicConfig.of(topic).withShards(2))
+        .build()) {
+      assertThatThrownBy(stated::start).isInstanceOf(TopicMismatchException.class).hasMessage(line);
+      assertThatThrownBy(stated::pollOnce).isInstanceOf(TopicMismatchException.class).hasMessage(line);
+    }
+    assertThat(env.queryLong("SELECT shards FROM topic WHERE name = ?", topic)).isEqualTo(4);
+  }
+
+  private ConsumerBuilder<?> builder(Transport transport, Fixture f, String group) {
+    return transport == Transport.LIST
+        ? TransportSide.listConsumer(env, f, group).handler(f.effect(group, null))
+        : f.consumer(group);
+  }
+}
