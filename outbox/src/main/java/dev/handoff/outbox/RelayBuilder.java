@@ -247,7 +247,13 @@ public final class RelayBuilder {
     return this;
   }
 
-  /** The clock for the relay's own scheduling. Defaults to the system UTC clock. */
+  /**
+   * The wall clock the relay reads for what it reports and for its retention cut: the time of a retention report,
+   * the time since which a failure lasts in its health, and the age below which a stream with no consumer group keeps
+   * its entries (now minus the outbox retention). It does not pace the relay: cycles, leases and maintenance are
+   * scheduled on {@link System#nanoTime()}, which a test controls with {@code relayOnce()} and
+   * {@code maintainOnce()} instead. Defaults to the system UTC clock.
+   */
   public RelayBuilder clock(Clock clock) {
     this.clock = clock;
     return this;

@@ -30,12 +30,6 @@ import org.postgresql.PGStatement;
  */
 public final class Statements {
 
-  /**
-   * Benchmark seam: true leaves statements and connections to pgjdbc's defaults (named after 5 executions), as
-   * before, so that a benchmark measures what the unnamed statements cost in one run. Not for production use.
-   */
-  static volatile boolean driverDefaultsForBenchmark;
-
   private Statements() {}
 
   /** {@code c.prepareStatement(sql)}, as the unnamed statement. */
@@ -59,14 +53,14 @@ public final class Statements {
   }
 
   private static <S extends Statement> S unnamed(S statement) throws SQLException {
-    if (!driverDefaultsForBenchmark && statement.isWrapperFor(PGStatement.class)) {
+    if (statement.isWrapperFor(PGStatement.class)) {
       statement.unwrap(PGStatement.class).setPrepareThreshold(0);
     }
     return statement;
   }
 
   private static Connection sessionFree(Connection c) throws SQLException {
-    if (driverDefaultsForBenchmark || !c.isWrapperFor(PGConnection.class)) {
+    if (!c.isWrapperFor(PGConnection.class)) {
       return c;
     }
     PGConnection pg = c.unwrap(PGConnection.class);
