@@ -52,7 +52,8 @@ final class StrictDataSource implements DataSource {
     }
     String refusal = "consumer group '" + call.group() + "': in strict mode, the handler of " + call.running()
         + " asked the application's DataSource for a connection; what it writes there commits on its own, apart"
-        + " from the inbox marker, and again on every redelivery: write through the Connection the handler was given";
+        + " from the inbox marker, and again on every redelivery: write through the Connection the handler was given,"
+        + " or, under the Spring Boot starter, through Spring (JdbcTemplate, JPA) with the default propagation";
     FIRST_REFUSAL.putIfAbsent(call.group(), refusal);
     throw new SQLException(refusal);
   }
