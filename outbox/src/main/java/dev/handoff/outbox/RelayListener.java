@@ -35,6 +35,13 @@ public interface RelayListener {
   default void anomaly(ShardId shard, int rows, String detail) {}
 
   /**
+   * The stream of {@code shard} holds {@code entries} entries that the relays added and the database does not record:
+   * the database went back in time (a failover to a standby that lacked the last commits). {@code detail} is the
+   * line the relay logged at ERROR; the relay's health says {@code database-rewound} until it restarts.
+   */
+  default void databaseRewound(ShardId shard, long entries, String detail) {}
+
+  /**
    * Redis lost the stream (restart without persistence, eviction, deletion) or its last entries (a replica promoted
    * after its master failed lacked the last writes). {@code republished} rows are being published again with their
    * original IDs: every retained row at or above the trim watermark after a whole loss; after a partial one, those

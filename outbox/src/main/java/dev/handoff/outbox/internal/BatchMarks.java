@@ -45,10 +45,12 @@ final class BatchMarks {
   private final OutboxQueries outbox;
   private final BiConsumer<OwnedShard, String> lostHandler;
   private final Consumer<Runnable> notifier;
+  private final DatabaseRewinds rewinds;
   private List<Written> held = new ArrayList<>();
 
   BatchMarks(RelayConfig config, RedisTransport streams, LeaseQueries leases, OutboxQueries outbox,
-      BiConsumer<OwnedShard, String> lostHandler, Consumer<Runnable> notifier) {
+      BiConsumer<OwnedShard, String> lostHandler, Consumer<Runnable> notifier, DatabaseRewinds rewinds) {
+    this.rewinds = rewinds;
     this.config = config;
     this.listener = config.listener();
     this.streams = streams;
@@ -143,7 +145,8 @@ final class BatchMarks {
   }
 
   /** What Redis did with a written batch's rows. */
-  private record Sorted(List<OutboxRow> present, List<OutboxRow> refused, long oldestCreated, int alreadyPresent) {}
+  private record Sorted(List<OutboxRow> present, List<OutboxRow> refused, long oldestCreated, int alreadyPresent,
+      int heldByOther) {}
 
   private static Sorted sort(Written w) {
     List<OutboxRow> chunk = w.rows();
@@ -151,11 +154,14 @@ final class BatchMarks {
     List<OutboxRow> refused = new ArrayList<>();
     long oldestCreated = Long.MAX_VALUE;
     int alreadyPresent = 0;
+    int heldByOther = 0;
     for (int i = 0; i < chunk.size(); i++) {
       OutboxRow row = chunk.get(i);
       EntryStatus status = w.result().statuses().get(i);
       if (status == EntryStatus.ALREADY_PRESENT) {
         alreadyPresent++;
+      } else if (status == EntryStatus.PRESENT_WITH_OTHER_MESSAGE) {
+        heldByOther++;
       }
       if (status == EntryStatus.ADDED || status == EntryStatus.ALREADY_PRESENT) {
         present.add(row);
@@ -168,17 +174,19 @@ final class BatchMarks {
         refused.add(row);
       }
     }
-    return new Sorted(present, refused, oldestCreated, alreadyPresent);
+    return new Sorted(present, refused, oldestCreated, alreadyPresent, heldByOther);
   }
 
   /** The database side of a confirmation: the mark, and the re-queueing of what Redis refused. */
   Recorded record(Connection c, Written w, boolean endsBatch) throws SQLException {
     OwnedShard o = w.shard();
     Sorted s = sort(w);
+    // Only when Redis refused rows (rare): the database's count before this mark, to tell a rewind from the rest.
+    long recordedBefore = s.refused().isEmpty() ? 0 : leases.entriesAdded(c, o.id);
     int marked = outbox.markPublished(c, o.id, config.owner(), o.epoch, s.present(), w.result().entriesAdded(),
         endsBatch);
     if (marked >= 0 && !s.refused().isEmpty()) {
-      reassign(c, o, s.refused());
+      reassign(c, o, s, w.result(), recordedBefore);
     }
     return new Recorded(o, marked, w.result().entriesAdded(), s.oldestCreated(), s.alreadyPresent());
   }
@@ -218,12 +226,36 @@ final class BatchMarks {
     return r.marked();
   }
 
-  private void reassign(Connection c, OwnedShard o, List<OutboxRow> refused) throws SQLException {
+  /**
+   * Gives fresh IDs above the stream's top to rows whose IDs Redis refused, and says why, in one of three lines: the
+   * database went back in time (Redis counts more entries added by the relays than the database recorded before
+   * this batch), another message holds the ID (another writer used this stream's IDs), or the ID is absent below the
+   * top (trimmed, if below the oldest entry; otherwise another writer raised the top or deleted entries).
+   */
+  private void reassign(Connection c, OwnedShard o, Sorted s, PublishResult result, long recordedBefore)
+      throws SQLException {
+    List<OutboxRow> refused = s.refused();
     long[] ids = refused.stream().mapToLong(OutboxRow::id).toArray();
     StreamId top = streams.lastGeneratedId(o.streamKey, o.relayKey);
-    String detail = "stream " + o.streamKey + " refused " + refused.size() + " entries (first outbox id "
-        + ids[0] + ", stream id " + refused.get(0).streamId() + ") that it does not hold; its top is " + top
-        + ": something else writes this stream. The rows get fresh IDs.";
+    long addedNow = result.statuses().stream().filter(st -> st == EntryStatus.ADDED).count();
+    String head = "stream " + o.streamKey + " refused " + refused.size() + " entries (first outbox id " + ids[0]
+        + ", stream id " + refused.get(0).streamId() + ")";
+    String detail;
+    if (rewinds.check(o.id, o.streamKey, result.entriesAdded() - addedNow, recordedBefore, s.alreadyPresent(),
+        "publishing", notifier)) {
+      detail = head + ": the database went back in time and handed out again IDs the stream holds; its top is "
+          + top + ". The rows get fresh IDs.";
+    } else if (s.heldByOther() > 0) {
+      detail = head + ": another message holds their IDs in the stream, and the database does not know it: another"
+          + " writer adds entries with this stream's IDs; its top is " + top + ". The rows get fresh IDs.";
+    } else if (refused.get(refused.size() - 1).streamId().compareTo(streams.survivingFloor(o.streamKey, o.relayKey))
+        < 0) {
+      detail = head + " that it does not hold, below its oldest entry: those IDs were trimmed; its top is " + top
+          + ". The rows get fresh IDs.";
+    } else {
+      detail = head + " that it does not hold, below its top " + top + ": something else writes this stream (it"
+          + " raised the top, or deleted entries). The rows get fresh IDs.";
+    }
     log.error("relay {}: {}", config.owner(), detail);
     leases.raiseLastAssigned(c, o.id, config.owner(), o.epoch, top);
     outbox.unassign(c, o.id, config.owner(), o.epoch, ids);

@@ -86,10 +86,11 @@ public final class DefaultRelay implements Relay {
     this.maintenance = new RelayMaintenance(config, streams, leases, outbox, topicNames, failures::notify,
         config.transport() == Transport.STREAM ? new DeletionWatch(config, redis, failures::notify) : null);
     this.renewer = new LeaseRenewer(config, this.dataSource, leases);
-    this.leaseKeeper = new LeaseKeeper(config, leases, streams, owned, this::autocommit, renewer, failures::notify);
+    this.leaseKeeper = new LeaseKeeper(config, leases, streams, owned, this::autocommit, renewer, failures::notify,
+        health.rewinds());
     leaseKeeper.onLost(health::leaseLost);
     this.publisher = new ShardPublisher(config, streams, leases, outbox, faults, maintenance, owned,
-        this::autocommit, leaseKeeper::lost, failures::notify, health.memory());
+        this::autocommit, leaseKeeper::lost, failures::notify, health.memory(), health.rewinds());
     leaseKeeper.publisher(publisher);
   }
 

@@ -1,11 +1,11 @@
 package dev.handoff.outbox.internal;
 
-import dev.handoff.outbox.TopicConfig;
 
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayConfig;
 import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
+import dev.handoff.outbox.TopicConfig;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
@@ -39,13 +39,16 @@ final class LeaseKeeper {
   private final ShardPublisher.Connections connections;
   private final LeaseRenewer renewer;
   private final Consumer<Runnable> notifier;
+  private final DatabaseRewinds rewinds;
   private ShardPublisher publisher;
   private volatile Set<ShardId> ownedView = Set.of();
   private boolean rowsEnsured;
   private long nextLeaseCheckNanos;
 
   LeaseKeeper(RelayConfig config, LeaseQueries leases, RedisTransport streams, Map<ShardId, OwnedShard> owned,
-      ShardPublisher.Connections connections, LeaseRenewer renewer, Consumer<Runnable> notifier) {
+      ShardPublisher.Connections connections, LeaseRenewer renewer, Consumer<Runnable> notifier,
+      DatabaseRewinds rewinds) {
+    this.rewinds = rewinds;
     this.config = config;
     this.listener = config.listener();
     this.leases = leases;
@@ -214,6 +217,13 @@ final class LeaseKeeper {
         config.minBatchSize());
     // Never assign below what the stream already holds, whoever wrote it.
     StreamId top = streams.lastGeneratedId(o.streamKey, o.relayKey);
+    if (lease.entriesAdded() > 0 || top.compareTo(StreamId.ZERO) > 0) {
+      // Redis's count of what the relays added, against the database's: more than the pending batch (which a relay
+      // stopped between its XADD and its mark leaves in the stream) means the database lost commits.
+      RedisTransport.PublishResult counted = streams.publish(o.streamKey, o.relayKey, 0, List.of());
+      rewinds.check(shard, o.streamKey, counted.entriesAdded(), lease.entriesAdded(), lease.pendingBatch(),
+          "taking its lease", this::notify);
+    }
     if (top.compareTo(lease.lastAssigned()) > 0) {
       leases.raiseLastAssigned(c, shard, config.owner(), lease.epoch(), top);
     }

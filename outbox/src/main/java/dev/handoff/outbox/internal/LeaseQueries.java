@@ -16,7 +16,11 @@ import java.util.Map;
 final class LeaseQueries {
 
   /** A lease this relay holds. */
-  record Lease(long epoch, StreamId lastAssigned, StreamId watermark, long entriesAdded) {}
+  /**
+   * A lease as taken: its epoch, the database's record of the stream, and how many rows its pending batch holds (which
+   * the stream may hold already, a relay having stopped between its XADD and its mark).
+   */
+  record Lease(long epoch, StreamId lastAssigned, StreamId watermark, long entriesAdded, int pendingBatch) {}
 
   private final String ensure;
   private final String otherPrefix;
@@ -27,6 +31,7 @@ final class LeaseQueries {
   private final String renewAll;
   private final String liveMembers;
   private final String leave;
+  private final String entriesAdded;
 
   LeaseQueries(String schema) {
     String lease = schema + ".relay_lease";
@@ -40,7 +45,8 @@ final class LeaseQueries {
         + " SET epoch = CASE WHEN owner = ? THEN epoch ELSE epoch + 1 END, owner = ?,"
         + " expires_at = clock_timestamp() + make_interval(secs => ?), updated_at = now()"
         + " WHERE topic = ? AND shard = ? AND (owner = ? OR owner IS NULL OR expires_at < clock_timestamp())"
-        + " RETURNING epoch, last_ms, last_seq, watermark_ms, watermark_seq, entries_added";
+        + " RETURNING epoch, last_ms, last_seq, watermark_ms, watermark_seq, entries_added,"
+        + " coalesce(cardinality(batch_ids), 0)";
     release = "UPDATE " + lease + " SET owner = NULL, expires_at = '-infinity', updated_at = now()"
         + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ?";
     raiseLastAssigned = "UPDATE " + lease + " SET last_ms = ?, last_seq = ?, updated_at = now()"
@@ -65,6 +71,18 @@ final class LeaseQueries {
         + " WHERE heartbeat_at < clock_timestamp() - make_interval(secs => ?) RETURNING 1)"
         + " SELECT count(*) FROM " + member + " WHERE heartbeat_at > clock_timestamp() - make_interval(secs => ?)";
     leave = "DELETE FROM " + member + " WHERE owner = ?";
+    entriesAdded = "SELECT entries_added FROM " + lease + " WHERE topic = ? AND shard = ?";
+  }
+
+  /** The database's count of the entries the relays added to {@code shard}'s stream. */
+  long entriesAdded(Connection c, ShardId shard) throws SQLException {
+    try (PreparedStatement ps = Statements.prepare(c, entriesAdded)) {
+      ps.setString(1, shard.topic());
+      ps.setInt(2, shard.shard());
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getLong(1) : 0;
+      }
+    }
   }
 
   /**
@@ -109,7 +127,7 @@ final class LeaseQueries {
           return null;
         }
         return new Lease(rs.getLong(1), new StreamId(rs.getLong(2), rs.getLong(3)),
-            new StreamId(rs.getLong(4), rs.getLong(5)), rs.getLong(6));
+            new StreamId(rs.getLong(4), rs.getLong(5)), rs.getLong(6), rs.getInt(7));
       }
     }
   }

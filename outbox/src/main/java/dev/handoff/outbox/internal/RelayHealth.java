@@ -45,6 +45,7 @@ final class RelayHealth {
   private volatile long lastLeaseLostNanos;
   private final RedisMemory memory = new RedisMemory();
   private final StrandedShards stranded;
+  private final DatabaseRewinds rewinds;
 
   RelayHealth(RelayConfig config) {
     this.config = config;
@@ -63,6 +64,11 @@ final class RelayHealth {
     // Long enough for a probe to see it, however often it asks.
     this.leaseLostWindowNanos = Math.max(config.leaseTtl().toNanos() * 2, LEASE_LOST_WINDOW.toNanos());
     this.stranded = new StrandedShards(config);
+    this.rewinds = new DatabaseRewinds(config);
+  }
+
+  DatabaseRewinds rewinds() {
+    return rewinds;
   }
 
   /** The look for rows on shards no relay owns, which the relay's thread and {@code maintainOnce()} run. */
@@ -167,6 +173,10 @@ final class RelayHealth {
     String backlog = backlogTooOld;
     if (backlog != null) {
       reasons.add(new Health.Reason("backlog-old", relay + ": " + backlog));
+    }
+    String rewound = rewinds.finding();
+    if (rewound != null) {
+      reasons.add(new Health.Reason("database-rewound", relay + ": " + rewound));
     }
     return Health.of(reasons);
   }

@@ -48,13 +48,14 @@ final class ShardPublisher {
 
   ShardPublisher(RelayConfig config, RedisTransport streams, LeaseQueries leases, OutboxQueries outbox,
       RelayFaults faults, RelayMaintenance maintenance, Map<ShardId, OwnedShard> owned, Connections connections,
-      BiConsumer<OwnedShard, String> lostHandler, Consumer<Runnable> notifier, RedisMemory memory) {
+      BiConsumer<OwnedShard, String> lostHandler, Consumer<Runnable> notifier, RedisMemory memory,
+      DatabaseRewinds rewinds) {
     this.config = config;
     this.listener = config.listener();
     this.streams = streams;
     this.outbox = outbox;
     this.loss = new StreamLoss(config.owner(), streams, outbox);
-    this.marks = new BatchMarks(config, streams, leases, outbox, lostHandler, notifier);
+    this.marks = new BatchMarks(config, streams, leases, outbox, lostHandler, notifier, rewinds);
     this.transaction = new CycleTransaction(config, streams, outbox, marks, faults, owned);
     this.faults = faults;
     this.maintenance = maintenance;

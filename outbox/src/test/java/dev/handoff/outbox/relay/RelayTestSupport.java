@@ -164,6 +164,11 @@ final class RelayTestSupport {
     return env.queryLong("select count(*) from outbox where published_at is null");
   }
 
+  /** The outbox rows of {@code topic} not published yet. */
+  static long unpublished(TestEnvironment env, String topic) {
+    return env.queryLong("select count(*) from outbox where topic = ? and published_at is null", topic);
+  }
+
   /** Appends {@code n} messages to {@code topic} through the outbox, in one committed transaction. */
   static void append(TestEnvironment env, String topic, int n) throws SQLException {
     appendAll(env, Outbox.builder().schema(env.schema()).build(), unkeyed(topic, n));

@@ -170,6 +170,7 @@ public final class RelayMetrics implements RelayListener {
     final Counter anomalies;
     final Counter streamLost;
     final Counter entriesDeleted;
+    final Counter rewoundEntries;
 
     ShardMeters(MeterRegistry registry, Tags tags) {
       published = Counter.builder("handoff.relay.published").tags(tags)
@@ -183,6 +184,10 @@ public final class RelayMetrics implements RelayListener {
       anomalies = repairs(registry, tags, "anomaly");
       streamLost = repairs(registry, tags, "stream_lost");
       entriesDeleted = repairs(registry, tags, "entries_deleted");
+      rewoundEntries = Counter.builder("handoff.relay.database.rewound").tags(tags)
+          .description("entries found in the stream that the relays added and the database no longer records: the"
+              + " database went back in time (a failover to a standby that lacked the last commits)")
+          .register(registry);
     }
 
     private static Counter repairs(MeterRegistry registry, Tags tags, String kind) {
@@ -224,6 +229,12 @@ public final class RelayMetrics implements RelayListener {
   public void anomaly(ShardId shard, int rows, String detail) {
     meters(shard).anomalies.increment(rows);
     delegate.anomaly(shard, rows, detail);
+  }
+
+  @Override
+  public void databaseRewound(ShardId shard, long entries, String detail) {
+    meters(shard).rewoundEntries.increment(entries);
+    delegate.databaseRewound(shard, entries, detail);
   }
 
   @Override
