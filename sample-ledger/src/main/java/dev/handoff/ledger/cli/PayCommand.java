@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.Payment;
 import dev.handoff.ledger.PaymentService;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -29,12 +30,43 @@ final class PayCommand implements Callable<Integer> {
   @Option(names = "--rate", defaultValue = "0", description = "payments per second (default: as fast as possible)")
   double rate;
 
+  @Option(names = "--retry-for", defaultValue = "30s",
+      description = "how long a batch whose transaction failed is tried again (default 30s): payment IDs are unique, so"
+          + " a batch that did commit before its connection broke is not created twice")
+  Duration retryFor;
+
   @Option(names = "--poison-every", defaultValue = "0",
       description = "make every K-th payment a poison payment the ledger rejects (default: none)")
   int poisonEvery;
 
   @Spec
   CommandSpec spec;
+
+  private int retried;
+
+  /**
+   * {@link PaymentService#payAll}, tried again after a failure until {@code --retry-for} has passed. Safe whatever
+   * the failure left behind: a commit that went through before its connection broke created those payments, and
+   * the next attempt skips their IDs.
+   *
+   * @return how many payments this call created (those of an attempt that committed but failed are not counted)
+   */
+  private int payWithRetries(PaymentService payments, List<Payment> batch) throws InterruptedException {
+    long deadline = System.nanoTime() + retryFor.toNanos();
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return payments.payAll(batch);
+      } catch (LedgerException e) {
+        if (System.nanoTime() - deadline >= 0) {
+          throw e;
+        }
+        retried++;
+        spec.commandLine().getErr().println("pay: " + LedgerCli.oneLine(e) + "; trying the batch again");
+        spec.commandLine().getErr().flush();
+        Thread.sleep(Math.min(1_000, 50L * attempt));
+      }
+    }
+  }
 
   @Override
   public Integer call() throws InterruptedException {
@@ -62,7 +94,14 @@ final class PayCommand implements Callable<Integer> {
         batch.add(new Payment("p-" + run + "-" + i, "acct-" + ThreadLocalRandom.current().nextInt(1, 1001),
             ThreadLocalRandom.current().nextLong(100, 100_000), isPoison));
         if (batch.size() == batchSize || i == count) {
-          created += payments.payAll(batch);
+          try {
+            created += payWithRetries(payments, batch);
+          } catch (LedgerException e) {
+            int before = i - batch.size();
+            throw new LedgerException("pay stopped after creating " + created + " of " + count + " payments"
+                + (before > 0 ? " (ids p-" + run + "-1.." + before + ")" : "") + "; the last batch of "
+                + batch.size() + " may or may not have committed: " + e.getMessage(), e);
+          }
           batch.clear();
           if (rate > 0) {
             // Pacing only: sleep until this many payments are due.
@@ -76,6 +115,9 @@ final class PayCommand implements Callable<Integer> {
       }
     }
     double seconds = (System.nanoTime() - started) / 1e9;
+    if (retried > 0) {
+      spec.commandLine().getOut().printf("%d batch transaction(s) failed and were tried again%n", retried);
+    }
     spec.commandLine().getOut().printf("created %,d payments (%,d poison) in %.1fs (%,.0f/s), ids p-%s-1..%d%n",
         created, poison, seconds, created / Math.max(seconds, 1e-9), run, count);
     return 0;
