@@ -4,6 +4,7 @@ import dev.handoff.consumer.internal.DefaultDeadLetterAdmin;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.migrations.SchemaNames;
 import dev.handoff.outbox.internal.Statements;
+import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -67,6 +68,34 @@ public interface DeadLetterAdmin {
    * @throws ConsumerException if an id selection names no dead letter (of the group), or if the database fails
    */
   long purge(String group, DeadLetterSelection selection);
+
+  /**
+   * Requests a replay of what was appended to {@code topic} from {@code from} (to {@code to}, or to now when null)
+   * through consumer group {@code group}. It runs no handler here: the group's running consumers of that topic pick
+   * the request up within their retry-request interval (5 s by default) and run the range through their handler, as
+   * {@link HandoffConsumer#replayFromOutbox} does: what the group's inbox already has is skipped, the rest is handled
+   * once, nothing is dead-lettered and nothing is written to Redis. A consumer that dies while it runs one leaves it
+   * open for another, which is harmless for the same reason.
+   *
+   * @return the request's id, for {@link #replayRequest}
+   */
+  long requestReplay(String group, String topic, Instant from, Instant to);
+
+  /** Request {@code id} of {@link #requestReplay}, with its outcome once a consumer has run it. */
+  Optional<ReplayRequest> replayRequest(long id);
+
+  /**
+   * A requested replay.
+   *
+   * @param from the start of the range (rows appended at or after it)
+   * @param to its end, or null for "until the request ran"
+   * @param finishedAt when a consumer finished it, or null while it is open
+   * @param handled rows whose handler ran and committed
+   * @param duplicates rows the group had already processed
+   * @param failed rows whose handler failed (reported, not dead-lettered)
+   */
+  record ReplayRequest(long id, String group, String topic, Instant from, Instant to, Instant finishedAt,
+      long handled, long duplicates, long failed) {}
 
   /** Settings of a {@link DeadLetterAdmin}. Not thread-safe; the built admin is. */
   final class Builder {

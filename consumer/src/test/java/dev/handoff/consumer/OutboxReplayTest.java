@@ -3,6 +3,7 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.AppendedMessage;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.Relay;
@@ -346,6 +347,46 @@ class OutboxReplayTest {
       if (lists != null) {
         lists.close();
       }
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Transport.class)
+  void aReplayAnOperatorRequestsIsRunByTheRunningConsumerOnceAndWritesNothingToRedis(Transport transport)
+      throws Exception {
+    Fixture f = new Fixture(env, "requested-" + transport.name().toLowerCase());
+    String group = "requested-" + transport.name().toLowerCase();
+    List<UUID> ids = ids(append(f.topic, 30, i -> "ok"));
+    DeadLetterAdmin admin = DeadLetterAdmin.builder(env.dataSource()).schema(env.schema()).build();
+    try (Relay relay = TransportSide.relay(env, f.topic, transport).build();
+        TransportSide consumer = side(transport, f, group, f.effect(group, null))) {
+      TransportSide.publishAll(env, relay);
+      TransportSide.drain(consumer);
+      assertThat(f.effectCount(group)).isEqualTo(30);
+      // The database loses 10 of the group's commits after Redis was told they were done (a failover to a standby
+      // that lacked them): their markers and effects are gone, their entries acknowledged.
+      List<UUID> lost = ids.subList(0, 10);
+      for (UUID id : lost) {
+        env.execute("DELETE FROM inbox WHERE consumer_group = '" + group + "' AND message_id = '" + id + "'",
+            "DELETE FROM " + f.effects + " WHERE consumer_group = '" + group + "' AND message_id = '" + id + "'");
+      }
+      long retainedBefore = retained(f, transport);
+
+      long request = admin.requestReplay(group, f.topic, Instant.now().minus(Duration.ofHours(1)), null);
+      assertThat(admin.replayRequest(request).orElseThrow().finishedAt()).as("not run before a consumer runs it")
+          .isNull();
+      assertThat(ConsumerTestKit.runRequestedRetriesNow(consumer.consumer())).isEqualTo(1);
+
+      DeadLetterAdmin.ReplayRequest done = admin.replayRequest(request).orElseThrow();
+      assertThat(done.finishedAt()).isNotNull();
+      assertThat(done.handled()).isEqualTo(10);
+      assertThat(done.duplicates()).isEqualTo(20);
+      assertThat(done.failed()).isZero();
+      assertThat(f.effectCount(group)).isEqualTo(30);
+      assertThat(f.doubleEffects(group)).isZero();
+      assertThat(consumer.processed(ids)).containsExactlyInAnyOrderElementsOf(ids);
+      assertThat(retained(f, transport)).as("nothing written to Redis").isEqualTo(retainedBefore);
+      assertThat(ConsumerTestKit.runRequestedRetriesNow(consumer.consumer())).as("run once").isZero();
     }
   }
 

@@ -43,6 +43,9 @@ interface TransportSide extends AutoCloseable {
 
   long purgeInbox(Instant before);
 
+  /** The consumer itself, for the test kit's calls. */
+  HandoffConsumer consumer();
+
   @Override
   void close();
 
@@ -66,6 +69,7 @@ interface TransportSide extends AutoCloseable {
       public Set<UUID> processed(List<UUID> ids) { return c.processed(ids); }
       public InboxPurgeResult purgeInbox() { return c.purgeInbox(); }
       public long purgeInbox(Instant before) { return c.purgeInbox(before); }
+      public HandoffConsumer consumer() { return c; }
       public void close() { c.close(); }
     };
   }

@@ -13,8 +13,9 @@ import org.junit.jupiter.api.Test;
 class HandoffMigrationsTest {
 
   private static final List<String> TABLES =
-      List.of("batch_seal", "dead_letter", "inbox", "outbox", "outbox_purged", "relay_lease", "relay_member", "topic");
-  private static final int MIGRATIONS = 5;
+      List.of("batch_seal", "dead_letter", "inbox", "outbox", "outbox_purged", "relay_lease", "relay_member",
+          "replay_request", "topic");
+  private static final int MIGRATIONS = 6;
 
   @Test
   void appliesOnAFreshDatabaseAndReapplyingIsANoOp(TestEnvironment env) {

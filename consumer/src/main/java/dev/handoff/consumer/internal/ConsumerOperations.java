@@ -14,6 +14,7 @@ import java.time.Instant;
 import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
@@ -36,6 +37,7 @@ abstract class ConsumerOperations {
   private final InboxQueries inbox;
   private final OutcomeReporter reporter;
   private final OutboxReplay outboxReplay;
+  private final ReplayRequests replays;
   /** The dead-letter retries and the inbox purge, which the lifecycle schedules and stops. */
   final GroupUpkeep upkeep;
 
@@ -53,8 +55,9 @@ abstract class ConsumerOperations {
     this.inbox = new InboxQueries(config.schema());
     this.reporter = new OutcomeReporter(log, workerLabel, unit, config.listener());
     this.outboxReplay = new OutboxReplay(config, dataSource, settler, this::keyOfShard);
+    this.replays = new ReplayRequests(config.schema());
     this.upkeep = new GroupUpkeep(config, deadLetters, new InboxPurger(config, dataSource, inbox, this::redisFloor),
-        reporter, log, label);
+        reporter, log, label, this::runNextReplayRequest);
   }
 
   protected final OutcomeReporter reporter() {
@@ -96,6 +99,32 @@ abstract class ConsumerOperations {
   public final ReplayResult replayFromOutbox(OutboxRange range) {
     Objects.requireNonNull(range, "range");
     return outboxReplay.run(range, reporter::handled, soFar -> reporter.emit(l -> l.replayProgress(soFar)));
+  }
+
+  /**
+   * Runs the group's oldest open replay request on this consumer's topic, if any other consumer does not run it
+   * already ({@link dev.handoff.consumer.DeadLetterAdmin#requestReplay}).
+   *
+   * @return its outcome, or empty when none was open
+   * @throws ConsumerException if the database failed; the request stays open
+   */
+  final Optional<ReplayResult> runNextReplayRequest() {
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(false);
+      try {
+        Optional<ReplayResult> r = replays.runNext(c, config.group(), config.topic().name(), this::replayFromOutbox);
+        c.commit();
+        return r;
+      } catch (SQLException | RuntimeException e) {
+        Jdbc.rollbackQuietly(c);
+        throw e;
+      } finally {
+        c.setAutoCommit(true);
+      }
+    } catch (SQLException e) {
+      throw new ConsumerException("a requested replay of consumer group '" + config.group() + "' failed in the"
+          + " database", e);
+    }
   }
 
   /** See {@link dev.handoff.consumer.HandoffConsumer#processed}. */

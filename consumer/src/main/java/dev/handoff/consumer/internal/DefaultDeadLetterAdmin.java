@@ -1,16 +1,19 @@
 package dev.handoff.consumer.internal;
 
+import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.DeadLetterAdmin;
 import dev.handoff.consumer.DeadLetterSelection;
 import dev.handoff.consumer.RetryRequestResult;
+import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.internal.Statements;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Timestamp;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -30,10 +33,39 @@ public final class DefaultDeadLetterAdmin implements DeadLetterAdmin {
 
   private final DataSource dataSource;
   private final String table;
+  private final ReplayRequests replays;
 
   public DefaultDeadLetterAdmin(DataSource dataSource, String schema) {
     this.dataSource = dataSource;
     this.table = schema + ".dead_letter";
+    this.replays = new ReplayRequests(schema);
+  }
+
+  @Override
+  public long requestReplay(String group, String topic, Instant from, Instant to) {
+    if (group == null || !ConsumerConfig.NAME_PATTERN.matcher(group).matches()) {
+      throw new IllegalArgumentException("group '" + group + "' is not a consumer group name");
+    }
+    TopicConfig.requireValidName(topic);
+    Objects.requireNonNull(from, "from");
+    if (to != null && to.isBefore(from)) {
+      throw new IllegalArgumentException("the replay's end " + to + " is before its start " + from);
+    }
+    try (Connection c = dataSource.getConnection()) {
+      return replays.request(c, group, topic, from, to);
+    } catch (SQLException e) {
+      throw new ConsumerException("could not request a replay of topic '" + topic + "' for consumer group '" + group
+          + "'", e);
+    }
+  }
+
+  @Override
+  public Optional<ReplayRequest> replayRequest(long id) {
+    try (Connection c = dataSource.getConnection()) {
+      return replays.read(c, id);
+    } catch (SQLException e) {
+      throw new ConsumerException("could not read replay request " + id, e);
+    }
   }
 
   @Override

@@ -3,13 +3,16 @@ package dev.handoff.consumer.internal;
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.InboundMessage;
+import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.InboxPurgeResult;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 
 /**
@@ -33,9 +36,11 @@ final class GroupUpkeep {
   private final String label;
   private ScheduledExecutorService retries; // guarded by this
   private volatile boolean stopping;
+  private final Supplier<Optional<ReplayResult>> replays;
 
   GroupUpkeep(ConsumerConfig config, DeadLetterService deadLetters, InboxPurger purger, OutcomeReporter reporter,
-      Logger log, String label) {
+      Logger log, String label, Supplier<Optional<ReplayResult>> replays) {
+    this.replays = replays;
     this.config = config;
     this.deadLetters = deadLetters;
     this.purger = purger;
@@ -91,6 +96,41 @@ final class GroupUpkeep {
   }
 
   /**
+   * Runs what operators requested of the group: its open dead-letter retry requests, then its open replay requests.
+   *
+   * @return how many requests ran
+   */
+  int runRequested() {
+    return runRequestedRetries() + runRequestedReplays();
+  }
+
+  /**
+   * Runs the group's open replay requests (an operator's {@code handoff replay}), oldest first, one at a time, until
+   * none is left (or the consumer closes); a database failure leaves the request for the next turn.
+   */
+  private int runRequestedReplays() {
+    int ran = 0;
+    while (!stopping) {
+      Optional<ReplayResult> r;
+      try {
+        r = replays.get();
+      } catch (ConsumerException e) {
+        log.warn(label + " '{}': {} ({}); the request stays and runs again in {}", config.group(), e.getMessage(),
+            e.getCause(), config.retryRequestInterval());
+        return ran;
+      }
+      if (r.isEmpty()) {
+        return ran;
+      }
+      ran++;
+      ReplayResult done = r.get();
+      log.info(label + " '{}': requested replay ran: {} handled, {} already processed, {} failed", config.group(),
+          done.handled(), done.duplicates(), done.failed());
+    }
+    return ran;
+  }
+
+  /**
    * Runs the group's open retry requests, oldest first, each in its own transaction, until none is left (or the
    * consumer closes). A handler that fails again leaves its message dead with the failure recorded and the request
    * cleared, with one WARN; a database failure, or a handler failure that is the environment's (such as a
@@ -98,7 +138,7 @@ final class GroupUpkeep {
    *
    * @return how many requests ran (retried, or failed again)
    */
-  int runRequested() {
+  private int runRequestedRetries() {
     int ran = 0;
     while (!stopping) {
       DeadLetterService.Requested r;

@@ -37,3 +37,7 @@ GRANT SELECT ON :"schema".outbox_purged TO :"role";
 
 -- A topic's shard count is declared once (TopicRegistry): the first to state it records it, later ones read it.
 GRANT SELECT, INSERT ON :"schema".topic TO :"role";
+
+-- Replays an operator requested (handoff replay): the group's consumers claim one, run it, and record its outcome.
+GRANT SELECT ON :"schema".replay_request TO :"role";
+GRANT UPDATE (finished_at, handled, duplicates, failed) ON :"schema".replay_request TO :"role";

@@ -35,3 +35,7 @@ GRANT SELECT, INSERT, DELETE ON :"schema".batch_seal TO :"role";
 
 -- status and the other commands read each topic's declared shard count.
 GRANT SELECT ON :"schema".topic TO :"role";
+
+-- handoff replay: requests a replay of a range of the outbox through a group's running consumers, and reads it back.
+GRANT SELECT ON :"schema".replay_request TO :"role";
+GRANT INSERT (consumer_group, topic, appended_from, appended_to) ON :"schema".replay_request TO :"role";

@@ -102,7 +102,8 @@ class DatabaseRolesTest {
             "outbox_id", "message_key", "type", "headers", "payload", "created_at", "deliveries", "error"),
         cols("dead_letter", "UPDATE", "status", "retried_at", "retry_requested_at", "retry_failed_at",
             "retry_error"),
-        "outbox:SELECT", "outbox_purged:SELECT", "topic:SELECT", "topic:INSERT"));
+        "outbox:SELECT", "outbox_purged:SELECT", "topic:SELECT", "topic:INSERT", "replay_request:SELECT",
+        cols("replay_request", "UPDATE", "finished_at", "handled", "duplicates", "failed")));
     assertThat(env.newRole().grant(Role.OPERATOR).privileges()).containsExactlyElementsOf(sorted(
         "schema:USAGE",
         cols("outbox", "SELECT", "id", "message_id", "topic", "shard", "created_at", "published_at"),
@@ -112,7 +113,8 @@ class DatabaseRolesTest {
         "inbox:SELECT", "inbox:DELETE",
         cols("inbox", "INSERT", "consumer_group", "message_id", "stream_id", "outcome"),
         cols("inbox", "UPDATE", "outcome", "processed_at", "stream_id"),
-        "batch_seal:SELECT", "batch_seal:INSERT", "batch_seal:DELETE", "topic:SELECT"));
+        "batch_seal:SELECT", "batch_seal:INSERT", "batch_seal:DELETE", "topic:SELECT", "replay_request:SELECT",
+        cols("replay_request", "INSERT", "consumer_group", "topic", "appended_from", "appended_to")));
   }
 
   @Test

@@ -1,0 +1,106 @@
+package dev.handoff.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.handoff.consumer.StreamConsumer;
+import dev.handoff.consumer.testkit.ConsumerTestKit;
+import dev.handoff.outbox.Message;
+import dev.handoff.outbox.Outbox;
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.TopicConfig;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.TestEnvironment;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/**
+ * {@code handoff replay}: the command runs no handler; the replay it requests is run once by the group's consumer,
+ * each published message of the range is handled once, and the stream gains no entry.
+ */
+@HandoffTest
+class ReplayCommandTest {
+
+  private final TestEnvironment env;
+
+  ReplayCommandTest(TestEnvironment env) {
+    this.env = env;
+    env.execute("CREATE TABLE IF NOT EXISTS " + env.schema() + ".replayed (id bigserial PRIMARY KEY,"
+        + " message_id uuid NOT NULL)");
+  }
+
+  private record Run(int exit, String out, List<String> err) {}
+
+  private Run run(String... args) {
+    List<String> all = new ArrayList<>(List.of("replay"));
+    all.addAll(List.of(args));
+    all.addAll(List.of("--jdbc-url", env.postgres().jdbcUrl(), "--schema", env.schema()));
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CommandLine cli = HandoffCommand.commandLine();
+    cli.setOut(new PrintWriter(out, true));
+    cli.setErr(new PrintWriter(err, true));
+    int exit = cli.execute(all.toArray(String[]::new));
+    return new Run(exit, out.toString(), err.toString().lines().toList());
+  }
+
+  @Test
+  void aRequestedReplayIsRunOnceByTheGroupsConsumerAndWritesNothingToRedis() throws Exception {
+    Outbox outbox = Outbox.builder().schema(env.schema()).topic(TopicConfig.of("audit")).build();
+    try (Connection tx = env.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      for (int i = 0; i < 5; i++) {
+        outbox.append(tx, Message.builder("audit", "entry").key("k" + i).payload("p" + i).build());
+      }
+      tx.commit();
+    }
+    try (Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of("audit")).build()) {
+      assertThat(relay.relayOnce().published()).isEqualTo(5); // a replay runs what was published
+    }
+    String key = StreamFormat.streamKey(env.keyPrefix(), "audit", 0);
+
+    Run requested = run("--group", "auditors", "--topic", "audit", "--since", "1h");
+    assertThat(requested.exit()).as("stderr %s", requested.err()).isZero();
+    assertThat(requested.out()).startsWith("requested replay ").contains(" of topic audit for group auditors, rows"
+        + " appended since ");
+    long id = Long.parseLong(requested.out().split(" ")[2]);
+
+    Run open = run("--id", Long.toString(id));
+    assertThat(open.exit()).isEqualTo(HandoffCommand.CHECK_FAILED);
+    assertThat(open.out()).startsWith("replay " + id + " of topic audit for group auditors").contains(": not run yet");
+
+    try (StreamConsumer consumer = StreamConsumer.builder(env.dataSource(), env.redisUri()).schema(env.schema())
+        .keyPrefix(env.keyPrefix()).topic(TopicConfig.of("audit")).group("auditors")
+        .handler((tx, m) -> {
+          try (PreparedStatement ps = tx.prepareStatement("INSERT INTO replayed (message_id) VALUES (?)")) {
+            ps.setObject(1, m.messageId());
+            ps.executeUpdate();
+          }
+        }).build()) {
+      assertThat(ConsumerTestKit.runRequestedRetriesNow(consumer)).isEqualTo(1);
+      assertThat(ConsumerTestKit.runRequestedRetriesNow(consumer)).as("once").isZero();
+    }
+
+    Run done = run("--id", Long.toString(id));
+    assertThat(done.exit()).isZero();
+    assertThat(done.out()).contains(": ran at ", ", 5 handled, 0 already processed, 0 failed");
+    assertThat(env.queryLong("SELECT count(*) FROM replayed")).isEqualTo(5);
+    assertThat(env.queryLong("SELECT count(DISTINCT message_id) FROM replayed")).isEqualTo(5);
+    assertThat(env.redis().xlen(key)).as("nothing written to the stream").isEqualTo(5);
+  }
+
+  @Test
+  void aRequestWithoutItsRangeIsAOneLineUsageError() {
+    Run r = run("--group", "auditors", "--topic", "audit");
+    assertThat(r.exit()).isEqualTo(2);
+    assertThat(r.err()).singleElement().asString().isEqualTo("handoff: --group, --topic and --since are required (or"
+        + " --id to show a request) (see handoff replay --help)");
+  }
+}
