@@ -8,11 +8,16 @@ import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.TopicMismatchException;
+import dev.handoff.migrations.HandoffGrants;
+import dev.handoff.testing.DatabaseRole;
 import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.LogCapture;
 import dev.handoff.testing.TestEnvironment;
+import java.sql.Connection;
 import java.sql.Timestamp;
 import java.util.ArrayList;
 import java.util.List;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -84,6 +89,26 @@ class TopicDeclarationTest {
         .isInstanceOf(TopicMismatchException.class)
         .hasMessageContaining("has 3 shard(s)");
     assertThat(env.queryLong("select count(*) from outbox where topic = 'refunds'")).isEqualTo(5);
+  }
+
+  @Test
+  void anApplicationRoleGrantedBeforeTheTableStillAppendsWithItsOwnCountAndSaysSoOnce() throws Exception {
+    try (DatabaseRole role = env.newRole().grant(HandoffGrants.Role.APPLICATION)
+            .execute("REVOKE SELECT ON " + env.schema() + ".topic FROM ROLE");
+        LogCapture logs = LogCapture.start()) {
+      DataSource app = role.newDataSource(1);
+      Outbox outbox = Outbox.builder().schema(env.schema()).topic(TopicConfig.of("legacy").withShards(2)).build();
+      for (int i = 0; i < 3; i++) {
+        try (Connection tx = app.getConnection()) {
+          tx.setAutoCommit(false);
+          outbox.append(tx, messages("legacy", 1).get(0));
+          tx.commit();
+        }
+      }
+      assertThat(env.queryLong("select count(*) from outbox where topic = 'legacy'")).isEqualTo(3);
+      assertThat(logs.warnings()).filteredOn(l -> l.contains("cannot read " + env.schema() + ".topic"))
+          .singleElement().asString().contains("apply the application role's grants again after migration V5");
+    }
   }
 
   private String declaredAt(String topic) {
