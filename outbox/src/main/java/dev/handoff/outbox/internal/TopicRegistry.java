@@ -18,8 +18,8 @@ import java.util.Optional;
  */
 public final class TopicRegistry {
 
-  /** The recorded count, and whether this call recorded it (uncommitted until the caller's transaction commits). */
-  public record Declared(int shards, Instant declaredAt, boolean byThisCall) {}
+  /** The recorded count, and when it was recorded. */
+  public record Declared(int shards, Instant declaredAt) {}
 
   private final String declare;
   private final String read;
@@ -28,9 +28,9 @@ public final class TopicRegistry {
     String table = schema + ".topic";
     // One round trip: the row this call inserted, or the one already there.
     this.declare = "WITH ins AS (INSERT INTO " + table + " (name, shards) VALUES (?, ?) ON CONFLICT (name) DO NOTHING"
-        + " RETURNING shards, declared_at) SELECT shards, declared_at, true FROM ins"
-        + " UNION ALL SELECT shards, declared_at, false FROM " + table + " WHERE name = ? LIMIT 1";
-    this.read = "SELECT shards, declared_at, false FROM " + table + " WHERE name = ?";
+        + " RETURNING shards, declared_at) SELECT shards, declared_at FROM ins"
+        + " UNION ALL SELECT shards, declared_at FROM " + table + " WHERE name = ? LIMIT 1";
+    this.read = "SELECT shards, declared_at FROM " + table + " WHERE name = ?";
   }
 
   /** Records {@code shards} for {@code topic} unless a count is on record, and returns the count on record. */
@@ -81,7 +81,7 @@ public final class TopicRegistry {
         return Optional.empty();
       }
       Timestamp at = rs.getTimestamp(2);
-      return Optional.of(new Declared(rs.getInt(1), at.toInstant(), rs.getBoolean(3)));
+      return Optional.of(new Declared(rs.getInt(1), at.toInstant()));
     }
   }
 }

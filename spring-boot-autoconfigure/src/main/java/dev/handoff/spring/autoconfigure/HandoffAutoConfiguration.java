@@ -56,10 +56,7 @@ public class HandoffAutoConfiguration {
     schema.require(HandoffGrants.Role.APPLICATION);
     OutboxBuilder b = Outbox.builder().schema(properties.getSchema());
     topics(properties).values().forEach(b::topic);
-    MeterBinding meters = MeterBinding.of(beans);
-    if (meters != null) {
-      meters.bind(b);
-    }
+    MeterBinding.bindIfPresent(beans, b);
     return TransactionalOutbox.of(b.build(), dataSource);
   }
 
@@ -70,10 +67,7 @@ public class HandoffAutoConfiguration {
     return new RelayLifecycle(dataSource, RedisClients.spec(properties.getRedis()), properties,
         topics(properties).values().stream().toList(), b -> {
           schema.require(HandoffGrants.Role.RELAY);
-          MeterBinding meters = MeterBinding.of(beans);
-          if (meters != null) {
-            meters.bind(b);
-          }
+          MeterBinding.bindIfPresent(beans, b);
         });
   }
 
@@ -85,10 +79,7 @@ public class HandoffAutoConfiguration {
     return new ListenersLifecycle(methods, dataSource, transactionManager, RedisClients.spec(properties.getRedis()),
         properties, topics(properties), b -> {
           schema.require(HandoffGrants.Role.CONSUMER);
-          MeterBinding meters = MeterBinding.of(beans);
-          if (meters != null) {
-            meters.bind(b);
-          }
+          MeterBinding.bindIfPresent(beans, b);
         });
   }
 

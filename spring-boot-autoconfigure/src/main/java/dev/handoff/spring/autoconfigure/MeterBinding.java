@@ -4,39 +4,42 @@ import dev.handoff.consumer.StreamConsumerBuilder;
 import dev.handoff.outbox.OutboxBuilder;
 import dev.handoff.outbox.RelayBuilder;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.util.Optional;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.util.ClassUtils;
 
 /**
  * The application's {@link MeterRegistry}, bound to handoff's builders when Micrometer is on the class path and the
- * application has one registry. Micrometer is optional: no other class names its types.
+ * application has one registry. Micrometer is optional: no other class names its types, and this one touches them
+ * only after the class path check.
  */
 final class MeterBinding {
 
-  private final MeterRegistry registry;
+  private MeterBinding() {}
 
-  private MeterBinding(MeterRegistry registry) {
-    this.registry = registry;
-  }
-
-  /** The binding of the application's registry, or null without Micrometer or without exactly one registry. */
-  static MeterBinding of(BeanFactory beans) {
-    if (!ClassUtils.isPresent("io.micrometer.core.instrument.MeterRegistry", MeterBinding.class.getClassLoader())) {
-      return null;
+  static void bindIfPresent(BeanFactory beans, OutboxBuilder b) {
+    if (micrometer()) {
+      registry(beans).ifPresent(b::meterRegistry);
     }
-    MeterRegistry registry = beans.getBeanProvider(MeterRegistry.class).getIfUnique();
-    return registry == null ? null : new MeterBinding(registry);
   }
 
-  void bind(OutboxBuilder b) {
-    b.meterRegistry(registry);
+  static void bindIfPresent(BeanFactory beans, RelayBuilder b) {
+    if (micrometer()) {
+      registry(beans).ifPresent(b::meterRegistry);
+    }
   }
 
-  void bind(RelayBuilder b) {
-    b.meterRegistry(registry);
+  static void bindIfPresent(BeanFactory beans, StreamConsumerBuilder b) {
+    if (micrometer()) {
+      registry(beans).ifPresent(b::meterRegistry);
+    }
   }
 
-  void bind(StreamConsumerBuilder b) {
-    b.meterRegistry(registry);
+  private static boolean micrometer() {
+    return ClassUtils.isPresent("io.micrometer.core.instrument.MeterRegistry", MeterBinding.class.getClassLoader());
+  }
+
+  private static Optional<MeterRegistry> registry(BeanFactory beans) {
+    return Optional.ofNullable(beans.getBeanProvider(MeterRegistry.class).getIfUnique());
   }
 }
