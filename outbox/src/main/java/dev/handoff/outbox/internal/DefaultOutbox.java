@@ -50,6 +50,10 @@ public final class DefaultOutbox implements Outbox {
     this.channel = Notifications.channel(config.schema());
     // The wake-up rides in the insert's own statement: one round trip per append. It notifies only when the shard's
     // relay sleeps (Notifications): a NOTIFY would make the commit wait for every other notifying commit.
+    // Both statements run on the application's connection as its own statements do, under its prepareThreshold: they
+    // have no plan to go stale, and parsing and planning the CTE at every append is server CPU taken from every
+    // session (docs/performance.md). A connection behind transaction pooling needs prepareThreshold=0 for its own
+    // COMMIT anyway, and then these are unnamed too.
     this.insertOne =
         "WITH ins AS (INSERT INTO " + table
             + " (message_id, topic, shard, message_key, type, payload, headers)"
@@ -128,7 +132,7 @@ public final class DefaultOutbox implements Outbox {
     try {
       Prepared p = validated.onShardOf(message, shardsOf(tx, message.topic()));
       reserveCapacity(tx, message.topic(), 1);
-      try (PreparedStatement ps = Statements.prepare(tx, insertOne)) {
+      try (PreparedStatement ps = tx.prepareStatement(insertOne)) {
         ps.setObject(1, p.messageId);
         ps.setString(2, message.topic());
         ps.setInt(3, p.shard);
@@ -210,7 +214,7 @@ public final class DefaultOutbox implements Outbox {
         wakeShards[w] = s.shard();
         wakeTopics[w++] = s.topic();
       }
-      try (PreparedStatement ps = Statements.prepare(tx, insertMany)) {
+      try (PreparedStatement ps = tx.prepareStatement(insertMany)) {
         ps.setString(1, channel);
         ps.setArray(2, tx.createArrayOf("int4", wakeKeys));
         ps.setArray(3, tx.createArrayOf("int4", wakeShards));

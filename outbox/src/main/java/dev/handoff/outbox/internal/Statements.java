@@ -27,6 +27,11 @@ import org.postgresql.PGStatement;
  * planned with its actual arguments, so a plan made while the outbox was tiny is never reused once it has grown.
  * What it costs on a direct connection is measured in docs/performance.md. Connections of another driver are left
  * as they are.
+ *
+ * <p>The append's statement is the exception: it runs in the application's transaction, on the application's
+ * connection, under that connection's {@code prepareThreshold} like the application's own statements. An
+ * application behind transaction pooling sets the threshold to 0 for its own {@code COMMIT}, which makes the append
+ * unnamed too; on a direct connection the append is then parsed and planned once per connection, not per row.
  */
 public final class Statements {
 
