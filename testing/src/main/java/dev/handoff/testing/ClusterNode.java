@@ -94,6 +94,21 @@ final class ClusterNode {
   }
 
   /** SIGKILL (no shutdown, no save), and waits until the process is gone. */
+  /** Sends {@code signal} (such as {@code STOP} or {@code CONT}) to the node's process with kill(1). */
+  void signal(String signal) {
+    try {
+      Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid())).inheritIO().start();
+      if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+        throw new IllegalStateException("kill -" + signal + " " + process.pid() + " failed");
+      }
+    } catch (java.io.IOException e) {
+      throw new IllegalStateException("could not run kill -" + signal + " " + process.pid(), e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while sending " + signal + " to pid " + process.pid(), e);
+    }
+  }
+
   void kill() {
     process.destroyForcibly();
     try {

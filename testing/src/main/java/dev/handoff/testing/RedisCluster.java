@@ -193,6 +193,20 @@ public final class RedisCluster implements AutoCloseable {
   }
 
   /**
+   * SIGSTOPs {@code node}'s process: it keeps its connections open and answers nothing, as a node stalled by the
+   * machine would, until {@link #thaw}. Too short a freeze for the other nodes to fail it over (node timeout) is the
+   * caller's to choose.
+   */
+  public void freeze(HostAndPort node) {
+    node(node).signal("STOP");
+  }
+
+  /** SIGCONTs a node {@link #freeze} stopped. */
+  public void thaw(HostAndPort node) {
+    node(node).signal("CONT");
+  }
+
+  /**
    * SIGKILLs {@code master}'s process (a crash: no shutdown, no save, no {@code CLUSTER FAILOVER}). Its replica
    * takes over by itself once the other masters agree it failed; {@link #awaitPromotion} waits for that.
    */

@@ -15,6 +15,7 @@ import redis.clients.jedis.AbstractPipeline;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisConnectionException;
 import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.params.XAutoClaimParams;
 import redis.clients.jedis.params.XReadGroupParams;
@@ -280,20 +281,36 @@ public final class RedisGroups implements AutoCloseable {
     }
   }
 
+  /**
+   * A cluster's pipeline logs a node's connection failure and leaves that node's replies unset instead of throwing
+   * (Jedis's {@code MultiNodePipelineBase.sync}); an unset reply is therefore that outage, and is thrown as one,
+   * naming the streams whose acknowledgement may not have happened.
+   */
   private long ackPipelined(Map<String, List<String>> idsByStream) {
     return RedisConnections.onceMoreOnBrokenConnection(commands, () -> {
+      List<String> keys = new ArrayList<>(idsByStream.size());
       List<Response<Long>> replies = new ArrayList<>(idsByStream.size());
       try (AbstractPipeline p = commands.pipelined()) {
         idsByStream.forEach((key, ids) -> {
           if (!ids.isEmpty()) {
+            keys.add(key);
             replies.add(p.xack(bytes(key), group, rawIds(ids)));
           }
         });
         p.sync();
       }
       long acked = 0;
-      for (Response<Long> r : replies) {
-        acked += r.get();
+      List<String> unanswered = new ArrayList<>();
+      for (int i = 0; i < replies.size(); i++) {
+        try {
+          acked += replies.get(i).get();
+        } catch (IllegalStateException noReply) {
+          unanswered.add(keys.get(i));
+        }
+      }
+      if (!unanswered.isEmpty()) {
+        throw new JedisConnectionException("no reply to XACK on " + unanswered + " of group '" + groupName
+            + "': the connection to their node failed during the pipeline");
       }
       return acked;
     });
