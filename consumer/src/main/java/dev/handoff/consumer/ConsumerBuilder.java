@@ -1,6 +1,7 @@
 package dev.handoff.consumer;
 
 import dev.handoff.consumer.internal.JooqHandlers;
+import dev.handoff.consumer.internal.SettleOptions;
 import dev.handoff.consumer.internal.micrometer.ConsumerMetrics;
 import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.migrations.HandoffMigrations;
@@ -70,6 +71,7 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   Duration retryRequestInterval = DEFAULT_RETRY_REQUEST_INTERVAL;
   ConsumerFaults faults = ConsumerFaults.NONE;
   ConsumerTransactions transactions;
+  boolean refuseGhosts;
   boolean topicCountFromDatabase;
   Clock clock = Clock.systemUTC();
   MeterRegistry meterRegistry;
@@ -246,7 +248,6 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
     return self();
   }
 
-  /** Metrics callbacks. Defaults to {@link ConsumerListener#NOOP}. */
   /**
    * Lets the application run the consumer's transactions (see {@link ConsumerTransactions}), so that a handler's
    * writes through the application's own data access join the transaction of the inbox marker. Default: none, the
@@ -259,6 +260,26 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
     return self();
   }
 
+  /**
+   * Whether a message that the consumer's database has no trace of is dead-lettered as a <b>ghost</b> instead of
+   * handed to the handler. Only for a consumer that shares the producer's database and schema. After a failover to
+   * an asynchronous standby, Redis can hold messages whose transactions the new primary never received; such a
+   * message has no outbox row (or a row with its id and another message ID), and no purge of the outbox explains
+   * its absence. Applying it would act on a business change that did not happen (a charge for a payment that does
+   * not exist). Its dead letter says so; discard it, or retry it if its change did happen.
+   *
+   * <p>Cost: one read per batch before its transaction, on a connection of its own: a primary key lookup per
+   * message, and one index step in the purge log for a message whose row is gone. A consumer whose database never
+   * held a row of the topic cannot tell, and pauses with the health reason {@code not-the-producers-database}
+   * instead of dead-lettering everything. A retry of a dead letter ({@code dlq retry}) is not checked: the operator
+   * decided. Default: false, every message is applied.
+   */
+  public B refuseGhosts(boolean refuse) {
+    this.refuseGhosts = refuse;
+    return self();
+  }
+
+  /** Metrics callbacks. Defaults to {@link ConsumerListener#NOOP}. */
   public B listener(ConsumerListener listener) {
     this.listener = listener;
     return self();
@@ -306,7 +327,11 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
     return ConsumerMetrics.build(meterRegistry, metricsRefreshInterval, config, create, attachMetrics);
   }
 
-  /** The clock for backoffs, ages and deadlines. Defaults to the system UTC clock. */
+  /** How batches are settled: whose transactions, and whether ghosts are refused. */
+  final SettleOptions settling() {
+    return new SettleOptions(transactions, refuseGhosts);
+  }
+
   private int declaredShards(String name) {
     SchemaNames.requireValid(schema);
     try (Connection c = dataSource.getConnection()) {
@@ -318,6 +343,7 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
     }
   }
 
+  /** The clock for backoffs, ages and deadlines. Defaults to the system UTC clock. */
   public B clock(Clock clock) {
     this.clock = clock;
     return self();

@@ -119,7 +119,7 @@ public final class ListConsumerBuilder extends ConsumerBuilder<ListConsumerBuild
    */
   @Override
   public ListConsumer build() {
-    return buildWith(c -> new DefaultListConsumer(c, dataSource, transactions, redis, redisCluster, redisConfig, faults),
+    return buildWith(c -> new DefaultListConsumer(c, dataSource, settling(), redis, redisCluster, redisConfig, faults),
         (c, metrics) -> c.attachMetrics(metrics));
   }
 }

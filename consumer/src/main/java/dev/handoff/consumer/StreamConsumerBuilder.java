@@ -120,7 +120,7 @@ public final class StreamConsumerBuilder extends ConsumerBuilder<StreamConsumerB
    */
   @Override
   public StreamConsumer build() {
-    return buildWith(c -> new DefaultStreamConsumer(c, dataSource, transactions, redis, redisCluster, redisConfig, faults),
+    return buildWith(c -> new DefaultStreamConsumer(c, dataSource, settling(), redis, redisCluster, redisConfig, faults),
         (c, metrics) -> c.attachMetrics(metrics));
   }
 }

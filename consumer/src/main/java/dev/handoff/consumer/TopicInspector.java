@@ -7,6 +7,7 @@ import dev.handoff.outbox.RedisConnectionSpec;
 import dev.handoff.outbox.StreamFormat;
 import java.util.List;
 import java.util.Objects;
+import java.util.UUID;
 import javax.sql.DataSource;
 
 /**
@@ -49,6 +50,57 @@ public interface TopicInspector extends AutoCloseable {
 
   /** The status of {@code topic} and of {@code group} alone ({@code null}: all groups). */
   TopicStatus status(String topic, String group);
+
+  /**
+   * What a database failover left in {@code topic}'s streams, for the operator's {@code handoff failover-report}.
+   * Reads every entry the streams retain, in pages of 500, and looks each page up in this database's outbox and its
+   * purge log, one statement per page: an operator's command, not a probe (it is not part of {@link #status}). An
+   * entry whose message has neither an outbox row (with its outbox id and message ID) nor a purge that accounts for
+   * it is a <b>ghost</b>: the database lost the commit that appended it. A message ID the stream holds more than once
+   * was <b>published twice</b>: the database lost the record that it had been published, and the relay published
+   * it again (an inbox makes the second copy a duplicate). Lists are not read: a list keeps no history.
+   *
+   * @param listLimit how many message IDs of each kind to list per stream; the counts are exact
+   */
+  FailoverReport failoverReport(String topic, int listLimit);
+
+  /**
+   * What {@link #failoverReport} found.
+   *
+   * @param topic the topic
+   * @param streams one per shard whose stream exists, in shard order
+   */
+  record FailoverReport(String topic, List<StreamFindings> streams) {
+
+    public FailoverReport {
+      streams = List.copyOf(streams);
+    }
+
+    /** Whether no stream holds a ghost or a message published twice. */
+    public boolean clean() {
+      return streams.stream().allMatch(s -> s.ghosts() == 0 && s.publishedTwice() == 0);
+    }
+
+    /**
+     * One stream's findings.
+     *
+     * @param shard the shard
+     * @param streamKey the stream's key
+     * @param entries how many entries were read (all the stream retains)
+     * @param ghosts how many entries are ghosts
+     * @param ghostIds the message IDs of the first ghosts, in stream order, up to the list limit
+     * @param publishedTwice how many message IDs the stream holds more than once
+     * @param publishedTwiceIds the first of those message IDs, up to the list limit
+     */
+    public record StreamFindings(int shard, String streamKey, long entries, long ghosts, List<UUID> ghostIds,
+        long publishedTwice, List<UUID> publishedTwiceIds) {
+
+      public StreamFindings {
+        ghostIds = List.copyOf(ghostIds);
+        publishedTwiceIds = List.copyOf(publishedTwiceIds);
+      }
+    }
+  }
 
   /** Closes the Redis connections. */
   @Override

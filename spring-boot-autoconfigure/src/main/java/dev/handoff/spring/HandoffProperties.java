@@ -278,6 +278,21 @@ public class HandoffProperties {
      */
     private Duration minIdle = Duration.ofSeconds(30);
 
+    /**
+     * Dead-letter a message whose outbox row this database does not have (a ghost left by a failover to an
+     * asynchronous standby) instead of handing it to the listener. Only when the group shares the producer's
+     * database; docs/guarantees.md, A database failover.
+     */
+    private boolean refuseGhosts = false;
+
+    public boolean isRefuseGhosts() {
+      return refuseGhosts;
+    }
+
+    public void setRefuseGhosts(boolean refuseGhosts) {
+      this.refuseGhosts = refuseGhosts;
+    }
+
     public Duration getMinIdle() {
       return minIdle;
     }

@@ -69,9 +69,9 @@ abstract class AbstractConsumer extends ConsumerOperations {
    */
   record Words(String kind, String label, String workerLabel, String unit, String abandonNote) {}
 
-  AbstractConsumer(ConsumerConfig config, DataSource dataSource, ConsumerTransactions hosted, Logger log,
+  AbstractConsumer(ConsumerConfig config, DataSource dataSource, SettleOptions settling, Logger log,
       Words words) {
-    super(config, dataSource, hosted, log, words.workerLabel(), words.unit(), words.label());
+    super(config, dataSource, settling, log, words.workerLabel(), words.unit(), words.label());
     this.log = log;
     this.words = words;
     this.kind = words.kind();
@@ -123,6 +123,17 @@ abstract class AbstractConsumer extends ConsumerOperations {
     } catch (RuntimeException e) {
       log.debug(label + " '{}': the shard count check waits for Redis", config.group(), e);
     }
+  }
+
+  /**
+   * What {@code start()} throws when a step of it failed: a close that ran meanwhile (and closed the connections the
+   * step used) won the race, which {@code start()} reports as it reports a close that came first; any other failure
+   * is thrown as it is.
+   */
+  protected final RuntimeException startFailed(RuntimeException e) {
+    return state.get() == State.CLOSED
+        ? new IllegalStateException(kind + " of group '" + config.group() + "' was closed while it started", e)
+        : e;
   }
 
   /** Moves a new consumer to polling (or leaves it there), or throws if it was started or closed. */

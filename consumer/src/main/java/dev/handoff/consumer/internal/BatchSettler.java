@@ -108,6 +108,8 @@ final class BatchSettler {
   private final ConsumerConfig config;
   private final DataSource dataSource;
   private final ConsumerTransactions hosted;
+  /** Null unless ghosts are refused: then a message this database has no trace of is dead-lettered, not applied. */
+  private final GhostCheck ghostCheck;
   private final MessageHandler handler;
   private final BatchMessageHandler batchHandler;
   private final InboxQueries inbox;
@@ -117,10 +119,11 @@ final class BatchSettler {
   /** How often a batch is run again at once after serialization failures or deadlocks, before it is paused. */
   static final int CONFLICT_RETRIES = 10;
 
-  BatchSettler(ConsumerConfig config, DataSource dataSource, ConsumerTransactions hosted) {
+  BatchSettler(ConsumerConfig config, DataSource dataSource, SettleOptions settling) {
     this.config = config;
     this.dataSource = dataSource;
-    this.hosted = hosted;
+    this.hosted = settling.transactions();
+    this.ghostCheck = settling.refuseGhosts() ? new GhostCheck(config, dataSource) : null;
     this.handler = config.handler();
     this.batchHandler = config.batchHandler();
     this.inbox = new InboxQueries(config.schema());
@@ -152,6 +155,26 @@ final class BatchSettler {
             + config.maxDeliveries() + "); the consumer crashed or lost the entry each time"));
       } else {
         candidates.add(d);
+      }
+    }
+    if (ghostCheck != null && !candidates.isEmpty()) {
+      List<Dead> ghosts;
+      try {
+        ghosts = ghostCheck.find(candidates);
+      } catch (SQLException | RuntimeException e) {
+        out.databaseError = e;
+        out.abandoned.addAll(candidates);
+        dead.forEach(x -> out.abandoned.add(x.delivery()));
+        out.abandoned.addAll(lost);
+        return out;
+      }
+      for (Dead ghost : ghosts) {
+        candidates.removeIf(d -> d == ghost.delivery());
+        if (mode == Mode.REPLAY) {
+          out.failed.add(new Failure(ghost.delivery(), new IllegalStateException(ghost.error())));
+        } else {
+          dead.add(ghost);
+        }
       }
     }
     Map<Delivery, InboundMessage> recovered = lost.isEmpty() ? Map.of() : verdicts.recoverLost(lost);

@@ -46,12 +46,12 @@ abstract class ConsumerOperations {
    * @param unit what the transport calls one delivery ({@code "entry"})
    * @param label how the group's log lines start ({@code "Consumer group"})
    */
-  ConsumerOperations(ConsumerConfig config, DataSource dataSource, ConsumerTransactions hosted, Logger log,
+  ConsumerOperations(ConsumerConfig config, DataSource dataSource, SettleOptions settling, Logger log,
       String workerLabel, String unit, String label) {
     this.config = config;
     this.dataSource = dataSource;
-    this.settler = new BatchSettler(config, dataSource, hosted);
-    this.deadLetters = new DeadLetterService(config, dataSource, hosted);
+    this.settler = new BatchSettler(config, dataSource, settling);
+    this.deadLetters = new DeadLetterService(config, dataSource, settling.transactions());
     this.inbox = new InboxQueries(config.schema());
     this.reporter = new OutcomeReporter(log, workerLabel, unit, config.listener());
     this.outboxReplay = new OutboxReplay(config, dataSource, settler, this::keyOfShard);

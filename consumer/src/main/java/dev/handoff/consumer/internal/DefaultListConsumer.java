@@ -46,9 +46,9 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   private final ListWorker[] workers;
   private volatile boolean halted;
 
-  public DefaultListConsumer(ConsumerConfig config, DataSource dataSource, ConsumerTransactions hosted,
+  public DefaultListConsumer(ConsumerConfig config, DataSource dataSource, SettleOptions settling,
       HostAndPort redisServer, Set<HostAndPort> redisCluster, JedisClientConfig redisConfig, ConsumerFaults faults) {
-    super(config, dataSource, hosted, log, new Words("list consumer", "List consumer of group", "List consumer", "element",
+    super(config, dataSource, settling, log, new Words("list consumer", "List consumer of group", "List consumer", "element",
         ""));
     this.dataSource = dataSource;
     for (int shard = 0; shard < config.topic().shards(); shard++) {
@@ -81,10 +81,14 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   @Override
   public void start() {
     beginStart();
-    startHousekeeping(true);
-    scheduleUpkeep();
-    for (ListWorker w : workers) {
-      startWorker(w, "handoff-list-consumer-" + config.group() + "-" + w.index);
+    try {
+      startHousekeeping(true);
+      scheduleUpkeep();
+      for (ListWorker w : workers) {
+        startWorker(w, "handoff-list-consumer-" + config.group() + "-" + w.index);
+      }
+    } catch (RuntimeException e) {
+      throw startFailed(e);
     }
     log.info("List consumer of group '{}' started: {} worker(s) as {}-*", config.group(), workers.length,
         config.consumerName());

@@ -46,9 +46,9 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   private final List<String> streamKeys;
   private final StreamWorker[] workers;
 
-  public DefaultStreamConsumer(ConsumerConfig config, DataSource dataSource, ConsumerTransactions hosted,
+  public DefaultStreamConsumer(ConsumerConfig config, DataSource dataSource, SettleOptions settling,
       HostAndPort redisServer, Set<HostAndPort> redisCluster, JedisClientConfig redisConfig, ConsumerFaults faults) {
-    super(config, dataSource, hosted, log, new Words("consumer", "Consumer group", "Consumer", "entry",
+    super(config, dataSource, settling, log, new Words("consumer", "Consumer group", "Consumer", "entry",
         " (rolled back if not committed, left pending for another consumer to claim)"));
     this.dataSource = dataSource;
     this.redis = new RedisGroups(redisServer, redisCluster, redisConfig, config.group(), config.workers(), config.block(),

@@ -80,10 +80,7 @@ public final class DefaultTopicInspector implements TopicInspector {
 
   @Override
   public TopicStatus status(String topic, String group) {
-    if (topic == null || !TopicConfig.NAME_PATTERN.matcher(topic).matches()) {
-      throw new IllegalArgumentException("topic must match " + TopicConfig.NAME_PATTERN.pattern() + ", was "
-          + (topic == null ? "null" : "'" + topic + "'"));
-    }
+    requireTopicName(topic);
     Instant now = Instant.now();
     try (Connection c = dataSource.getConnection()) {
       TopicDiscovery.Found found = TopicDiscovery.discover(c, schema, redis, keyPrefix, topic);
@@ -128,6 +125,28 @@ public final class DefaultTopicInspector implements TopicInspector {
       return new TopicStatus(topic, now, transports, shards, streamGroups, listGroups);
     } catch (SQLException e) {
       throw new ConsumerException("could not read the status of topic '" + topic + "' in schema '" + schema + "'", e);
+    }
+  }
+
+  @Override
+  public FailoverReport failoverReport(String topic, int listLimit) {
+    requireTopicName(topic);
+    if (listLimit < 0) {
+      throw new IllegalArgumentException("listLimit must not be negative, was " + listLimit);
+    }
+    try (Connection c = dataSource.getConnection()) {
+      TopicDiscovery.Found found = TopicDiscovery.discover(c, schema, redis, keyPrefix, topic);
+      return new FailoverFindings(redis, schema, keyPrefix, listLimit)
+          .report(c, topic, found.shards().getOrDefault(topic, new TreeSet<>()));
+    } catch (SQLException e) {
+      throw new ConsumerException("could not read the outbox of topic '" + topic + "' in schema '" + schema + "'", e);
+    }
+  }
+
+  private static void requireTopicName(String topic) {
+    if (topic == null || !TopicConfig.NAME_PATTERN.matcher(topic).matches()) {
+      throw new IllegalArgumentException("topic must match " + TopicConfig.NAME_PATTERN.pattern() + ", was "
+          + (topic == null ? "null" : "'" + topic + "'"));
     }
   }
 

@@ -134,6 +134,9 @@ abstract class DeliveryWorker implements WorkerLoop {
       if (t instanceof JedisException) {
         return "redis-unreachable";
       }
+      if (t instanceof GhostCheck.NotTheProducersDatabase) {
+        return "not-the-producers-database";
+      }
     }
     return "database-unreachable";
   }

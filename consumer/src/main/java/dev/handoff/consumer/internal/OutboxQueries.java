@@ -11,7 +11,9 @@ import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.UUID;
 
 /**
@@ -37,6 +39,49 @@ final class OutboxQueries {
     // Served by the partial index on unpublished rows.
     this.unpublished = "SELECT count(*) FROM " + schema + ".outbox WHERE topic = ? AND shard = ?"
         + " AND published_at IS NULL";
+  }
+
+  /**
+   * Which of the messages (outbox id and message ID, in the same order) this database has no trace of: no outbox
+   * row with that id and that message ID, and no purge of the topic whose id range holds the id. After a failover
+   * to an asynchronous standby these are the messages the new primary never committed (a new row may even reuse
+   * the id, with another message ID). Returns their indexes. Each message costs a primary key lookup, and one
+   * backward index step in the purge log when its row is gone.
+   */
+  Set<Integer> ghosts(Connection c, String topic, Long[] outboxIds, UUID[] messageIds) throws SQLException {
+    String sql = "SELECT u.i FROM unnest(?::bigint[], ?::uuid[]) WITH ORDINALITY AS u(id, m, i)"
+        + " WHERE NOT EXISTS (SELECT 1 FROM " + schema + ".outbox o WHERE o.id = u.id AND o.message_id = u.m)"
+        + " AND NOT coalesce((SELECT p.last_id >= u.id FROM " + schema + ".outbox_purged p WHERE p.topic = ?"
+        + " AND p.first_id <= u.id ORDER BY p.first_id DESC LIMIT 1), false)";
+    try (PreparedStatement ps = Statements.prepare(c, sql)) {
+      ps.setArray(1, c.createArrayOf("bigint", outboxIds));
+      ps.setArray(2, c.createArrayOf("uuid", messageIds));
+      ps.setString(3, topic);
+      Set<Integer> out = new HashSet<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          out.add(rs.getInt(1) - 1);
+        }
+      }
+      return out;
+    }
+  }
+
+  /**
+   * Whether this database ever held a row of {@code topic}: one still in the outbox, or a purge of it. A consumer
+   * that finds none does not share the producer's database, and cannot tell a ghost from a message.
+   */
+  boolean everHeld(Connection c, String topic) throws SQLException {
+    String sql = "SELECT EXISTS (SELECT 1 FROM " + schema + ".outbox_purged WHERE topic = ?)"
+        + " OR EXISTS (SELECT 1 FROM " + schema + ".outbox WHERE topic = ?)";
+    try (PreparedStatement ps = Statements.prepare(c, sql)) {
+      ps.setString(1, topic);
+      ps.setString(2, topic);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getBoolean(1);
+      }
+    }
   }
 
   /** Rows of a shard not published yet. */

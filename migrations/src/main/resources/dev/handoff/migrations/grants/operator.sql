@@ -15,6 +15,9 @@ GRANT USAGE ON SCHEMA :"schema" TO :"role";
 -- list transport's backlog; and whether the outbox still holds a marker's message (the inbox purge's rule). No
 -- payload, key or header.
 GRANT SELECT (id, message_id, topic, shard, created_at, published_at) ON :"schema".outbox TO :"role";
+-- The failover report: whether a stream entry's message has an outbox row (the columns above) or a purge of the
+-- outbox accounts for it (bounds and counts, no message).
+GRANT SELECT ON :"schema".outbox_purged TO :"role";
 -- Status: which topics and shards exist (for this key prefix), who holds each lease, at which epoch, and whether it
 -- is live.
 GRANT SELECT (topic, shard, owner, epoch, key_prefix, expires_at) ON :"schema".relay_lease TO :"role";

@@ -35,8 +35,12 @@ final class BatchMarks {
   /** A pending batch Redis accepted, not yet recorded in the database. */
   record Written(OwnedShard shard, List<OutboxRow> rows, PublishResult result) {}
 
-  /** What a mark wrote, for {@link #apply} once its transaction committed. */
-  record Recorded(OwnedShard shard, int marked, long entriesAdded, long oldestCreated, int alreadyPresent) {}
+  /**
+   * What a mark wrote, for {@link #apply} once its transaction committed: {@code addedBefore} is the database's count
+   * of entries added before the mark, and {@code rewindReported} whether the mark already reported a rewind.
+   */
+  record Recorded(OwnedShard shard, int marked, long entriesAdded, long oldestCreated, int alreadyPresent,
+      long addedBefore, boolean rewindReported) {}
 
   private final RelayConfig config;
   private final RelayListener listener;
@@ -181,14 +185,14 @@ final class BatchMarks {
   Recorded record(Connection c, Written w, boolean endsBatch) throws SQLException {
     OwnedShard o = w.shard();
     Sorted s = sort(w);
-    // Only when Redis refused rows (rare): the database's count before this mark, to tell a rewind from the rest.
-    long recordedBefore = s.refused().isEmpty() ? 0 : leases.entriesAdded(c, o.id);
-    int marked = outbox.markPublished(c, o.id, config.owner(), o.epoch, s.present(), w.result().entriesAdded(),
-        endsBatch);
-    if (marked >= 0 && !s.refused().isEmpty()) {
-      reassign(c, o, s, w.result(), recordedBefore);
+    OutboxQueries.Mark mark = outbox.markPublished(c, o.id, config.owner(), o.epoch, s.present(),
+        w.result().entriesAdded(), endsBatch);
+    boolean rewound = false;
+    if (mark.marked() >= 0 && !s.refused().isEmpty()) {
+      rewound = reassign(c, o, s, w.result(), mark.addedBefore());
     }
-    return new Recorded(o, marked, w.result().entriesAdded(), s.oldestCreated(), s.alreadyPresent());
+    return new Recorded(o, mark.marked(), w.result().entriesAdded(), s.oldestCreated(), s.alreadyPresent(),
+        mark.addedBefore(), rewound);
   }
 
   /**
@@ -201,10 +205,13 @@ final class BatchMarks {
     if (!s.refused().isEmpty()) {
       return null;
     }
-    RoundTrip.Part<Integer> mark = outbox.markPart(o.id, config.owner(), o.epoch, s.present(),
+    RoundTrip.Part<OutboxQueries.Mark> mark = outbox.markPart(o.id, config.owner(), o.epoch, s.present(),
         w.result().entriesAdded(), true);
-    return new RoundTrip.Part<>(mark.sql(), mark.binder(), rs -> new Recorded(o, mark.reader().read(rs),
-        w.result().entriesAdded(), s.oldestCreated(), s.alreadyPresent()));
+    return new RoundTrip.Part<>(mark.sql(), mark.binder(), rs -> {
+      OutboxQueries.Mark m = mark.reader().read(rs);
+      return new Recorded(o, m.marked(), w.result().entriesAdded(), s.oldestCreated(), s.alreadyPresent(),
+          m.addedBefore(), false);
+    });
   }
 
   /** The relay's side of a committed confirmation: its counters and the listener. */
@@ -214,6 +221,13 @@ final class BatchMarks {
       lostHandler.accept(o, "its lease was taken over while it published (the entries it added are in the stream"
           + " and count)");
       return 0;
+    }
+    // This relay recorded confirmedAdded under this lease, and only it writes the count: a database that counts
+    // fewer lost this relay's own commits, as a failover to a standby that had not received them does. A relay that
+    // went on through the failover meets it here, at its first mark on the new primary, before the mark's count
+    // covers it up.
+    if (!r.rewindReported() && r.addedBefore() >= 0 && r.addedBefore() < o.confirmedAdded) {
+      rewinds.check(o.id, o.streamKey, o.confirmedAdded, r.addedBefore(), 0, "recording a batch", notifier);
     }
     o.confirmedAdded = Math.max(o.confirmedAdded, r.entriesAdded());
     o.sinceTrim += r.marked();
@@ -232,7 +246,7 @@ final class BatchMarks {
    * this batch), another message holds the ID (another writer used this stream's IDs), or the ID is absent below the
    * top (trimmed, if below the oldest entry; otherwise another writer raised the top or deleted entries).
    */
-  private void reassign(Connection c, OwnedShard o, Sorted s, PublishResult result, long recordedBefore)
+  private boolean reassign(Connection c, OwnedShard o, Sorted s, PublishResult result, long recordedBefore)
       throws SQLException {
     List<OutboxRow> refused = s.refused();
     long[] ids = refused.stream().mapToLong(OutboxRow::id).toArray();
@@ -241,8 +255,9 @@ final class BatchMarks {
     String head = "stream " + o.streamKey + " refused " + refused.size() + " entries (first outbox id " + ids[0]
         + ", stream id " + refused.get(0).streamId() + ")";
     String detail;
-    if (rewinds.check(o.id, o.streamKey, result.entriesAdded() - addedNow, recordedBefore, s.alreadyPresent(),
-        "publishing", notifier)) {
+    boolean rewound = rewinds.check(o.id, o.streamKey, result.entriesAdded() - addedNow, recordedBefore,
+        s.alreadyPresent(), "publishing", notifier);
+    if (rewound) {
       detail = head + ": the database went back in time and handed out again IDs the stream holds; its top is "
           + top + ". The rows get fresh IDs.";
     } else if (s.heldByOther() > 0) {
@@ -261,5 +276,6 @@ final class BatchMarks {
     outbox.unassign(c, o.id, config.owner(), o.epoch, ids);
     ShardId shard = o.id;
     notifier.accept(() -> listener.anomaly(shard, refused.size(), detail));
+    return rewound;
   }
 }

@@ -31,7 +31,6 @@ final class LeaseQueries {
   private final String renewAll;
   private final String liveMembers;
   private final String leave;
-  private final String entriesAdded;
 
   LeaseQueries(String schema) {
     String lease = schema + ".relay_lease";
@@ -71,18 +70,6 @@ final class LeaseQueries {
         + " WHERE heartbeat_at < clock_timestamp() - make_interval(secs => ?) RETURNING 1)"
         + " SELECT count(*) FROM " + member + " WHERE heartbeat_at > clock_timestamp() - make_interval(secs => ?)";
     leave = "DELETE FROM " + member + " WHERE owner = ?";
-    entriesAdded = "SELECT entries_added FROM " + lease + " WHERE topic = ? AND shard = ?";
-  }
-
-  /** The database's count of the entries the relays added to {@code shard}'s stream. */
-  long entriesAdded(Connection c, ShardId shard) throws SQLException {
-    try (PreparedStatement ps = Statements.prepare(c, entriesAdded)) {
-      ps.setString(1, shard.topic());
-      ps.setInt(2, shard.shard());
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? rs.getLong(1) : 0;
-      }
-    }
   }
 
   /**

@@ -47,8 +47,12 @@ final class OutboxQueries {
         + " stream_seq FROM " + outbox
         + " WHERE topic = ? AND shard = ? AND published_at IS NULL AND stream_ms IS NOT NULL"
         + " ORDER BY stream_ms, stream_seq LIMIT ?";
-    markPublished = "WITH lease AS ("
-        + " UPDATE " + lease + " SET entries_added = GREATEST(entries_added, ?),"
+    // The count before this mark comes back with it: lower than what this relay last recorded, and the database lost
+    // its own records (BatchMarks). A plain read: every part of the statement sees the row as it was before it (a
+    // locking read would see none, the update having changed it), and only the lease's owner writes the count.
+    markPublished = "WITH before AS (SELECT entries_added FROM " + lease
+        + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ?),"
+        + " lease AS (UPDATE " + lease + " SET entries_added = GREATEST(entries_added, ?),"
         + " batch_ids = CASE WHEN ? THEN NULL ELSE batch_ids END,"
         + " batch_ms = CASE WHEN ? THEN NULL ELSE batch_ms END,"
         + " batch_seq = CASE WHEN ? THEN NULL ELSE batch_seq END, updated_at = now()"
@@ -57,7 +61,7 @@ final class OutboxQueries {
         + " FROM (SELECT u.ms, u.seq, x.tid FROM unnest(?::bigint[], ?::bigint[], ?::bigint[]) AS u(id, ms, seq)"
         + " CROSS JOIN LATERAL (" + unpublishedRow(outbox) + ") x) t"
         + " WHERE o.ctid = t.tid AND EXISTS (SELECT 1 FROM lease) RETURNING 1)"
-        + " SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM done)";
+        + " SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM done), (SELECT entries_added FROM before)";
     unassign = "UPDATE " + outbox + " o SET stream_ms = NULL, stream_seq = NULL"
         + " FROM (SELECT x.tid FROM unnest(?::bigint[]) AS u(id) CROSS JOIN LATERAL (" + unpublishedRow(outbox)
         + ") x) t WHERE o.ctid = t.tid AND EXISTS (" + fence + ")";
@@ -209,13 +213,21 @@ final class OutboxQueries {
    * Marks rows published with their stream IDs, records Redis's count of added entries and, when {@code endsBatch},
    * clears the pending batch; all fenced by the epoch. Returns the rows marked, or -1 when the lease was lost.
    */
-  int markPublished(Connection c, ShardId shard, String owner, long epoch, List<OutboxRow> rows,
+  Mark markPublished(Connection c, ShardId shard, String owner, long epoch, List<OutboxRow> rows,
       long entriesAdded, boolean endsBatch) throws SQLException {
     return RoundTrip.one(c, markPart(shard, owner, epoch, rows, entriesAdded, endsBatch));
   }
 
+  /**
+   * What a mark did.
+   *
+   * @param marked rows marked published, or -1 when the lease was not this relay's any more
+   * @param addedBefore the lease's count of entries added before the mark (-1 with the lease gone)
+   */
+  record Mark(int marked, long addedBefore) {}
+
   /** {@link #markPublished} as a statement of a {@link RoundTrip}. */
-  RoundTrip.Part<Integer> markPart(ShardId shard, String owner, long epoch, List<OutboxRow> rows,
+  RoundTrip.Part<Mark> markPart(ShardId shard, String owner, long epoch, List<OutboxRow> rows,
       long entriesAdded, boolean endsBatch) {
     Long[] ids = new Long[rows.size()];
     Long[] ms = new Long[rows.size()];
@@ -228,6 +240,10 @@ final class OutboxQueries {
     }
     return new RoundTrip.Part<>(markPublished, (c, ps, first) -> {
       int i = first;
+      ps.setString(i++, shard.topic());
+      ps.setInt(i++, shard.shard());
+      ps.setString(i++, owner);
+      ps.setLong(i++, epoch);
       ps.setLong(i++, entriesAdded);
       ps.setBoolean(i++, endsBatch);
       ps.setBoolean(i++, endsBatch);
@@ -244,7 +260,10 @@ final class OutboxQueries {
       return i;
     }, rs -> {
       rs.next();
-      return rs.getLong(1) == 0 ? -1 : rs.getInt(2);
+      if (rs.getLong(1) == 0) {
+        return new Mark(-1, -1);
+      }
+      return new Mark(rs.getInt(2), rs.getLong(3));
     });
   }
 

@@ -253,7 +253,7 @@ final class ShardPublisher {
     if (rows.isEmpty()) {
       if (endsBatch) {
         // Every row of the batch was published by someone else already: only forget the batch.
-        if (outbox.markPublished(c, o.id, config.owner(), o.epoch, List.of(), o.confirmedAdded, true) < 0) {
+        if (outbox.markPublished(c, o.id, config.owner(), o.epoch, List.of(), o.confirmedAdded, true).marked() < 0) {
           lost(o, "its lease was taken over");
         }
       }

@@ -43,7 +43,8 @@ class OutboxQueriesPlanTest {
         "INSERT INTO outbox (message_id, topic, shard, type, payload)"
             + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00' FROM generate_series(1, 5000) i");
     String mark = new OutboxQueries(env.schema()).markPublishedSql();
-    String arguments = "1000, false, false, false, 'payments', 0, 'relay-a', 1, %s, %s, %s, 'payments', 0";
+    String arguments = "'payments', 0, 'relay-a', 1, 1000, false, false, false, 'payments', 0, 'relay-a', 1,"
+        + " %s, %s, %s, 'payments', 0";
     String literalArrays = literalBatch();
 
     String generic = plan(mark, String.format(arguments, "'{20001,20002}'", "'{1,1}'", "'{1,2}'"), true);

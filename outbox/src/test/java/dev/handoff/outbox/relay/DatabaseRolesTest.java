@@ -107,6 +107,7 @@ class DatabaseRolesTest {
     assertThat(env.newRole().grant(Role.OPERATOR).privileges()).containsExactlyElementsOf(sorted(
         "schema:USAGE",
         cols("outbox", "SELECT", "id", "message_id", "topic", "shard", "created_at", "published_at"),
+        "outbox_purged:SELECT",
         cols("relay_lease", "SELECT", "topic", "shard", "owner", "epoch", "key_prefix", "expires_at"),
         "dead_letter:SELECT", "dead_letter:DELETE",
         cols("dead_letter", "UPDATE", "status", "retried_at", "retry_requested_at"),

@@ -100,6 +100,7 @@ public final class ListenersLifecycle implements SmartLifecycle, HandoffConsumer
         .workers(settings.getWorkers())
         .batchSize(settings.getBatchSize())
         .maxDeliveries(settings.getMaxDeliveries())
+        .refuseGhosts(settings.isRefuseGhosts())
         .minIdle(settings.getMinIdle())
         .backoff(settings.getInitialBackoff(), null);
     metrics.accept(b);

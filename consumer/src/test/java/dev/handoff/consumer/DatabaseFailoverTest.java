@@ -1,0 +1,539 @@
+package dev.handoff.consumer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.consumer.testkit.ConsumerTestKit;
+import dev.handoff.migrations.HandoffMigrations;
+import dev.handoff.outbox.Message;
+import dev.handoff.outbox.Outbox;
+import dev.handoff.consumer.TopicInspector.FailoverReport;
+import dev.handoff.outbox.RedisConnectionSpec;
+import dev.handoff.outbox.RedisUrl;
+import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayBuilder;
+import dev.handoff.outbox.RelayListener;
+import dev.handoff.outbox.ShardId;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.Health;
+import dev.handoff.testing.LogCapture;
+import dev.handoff.testing.StreamingReplication;
+import dev.handoff.testing.TestServers;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.StreamEntryID;
+import redis.clients.jedis.resps.StreamEntry;
+
+/**
+ * A real PostgreSQL failover: a primary and a streaming standby of the test's own ({@link StreamingReplication}),
+ * every component on the multi-host URL, the primary SIGKILLed and the standby promoted.
+ *
+ * <p>Asynchronous replication with the standby held back (its WAL sender stopped) loses the last commits. The test
+ * walks the failure step by step, so that each loss is exact: payments committed and published that the new primary
+ * does not have (their entries are ghosts), and charges committed and acknowledged that it does not have. It checks
+ * what handoff does about each: the relay reports the rewind, a consumer that refuses ghosts charges no payment that
+ * does not exist, and the runbook's replay charges every payment of the new primary exactly once.
+ */
+class DatabaseFailoverTest {
+
+  private static final String SCHEMA = "handoff";
+  private static final String TOPIC = "payments";
+  private static final Duration DEADLINE = Duration.ofSeconds(60);
+
+  private record Rewound(ShardId shard, long entries) {}
+
+  @Test
+  void anAsynchronousStandbyPromotedAfterThePrimaryDiedIsReportedAndRepaired() throws Exception {
+    String prefix = "failover-" + UUID.randomUUID().toString().substring(0, 8);
+    List<Rewound> rewinds = new CopyOnWriteArrayList<>();
+    RelayListener listener = new RelayListener() {
+      @Override
+      public void databaseRewound(ShardId shard, long entries, String detail) {
+        rewinds.add(new Rewound(shard, entries));
+      }
+    };
+    try (StreamingReplication pg = StreamingReplication.start();
+        HikariDataSource db = pool(pg);
+        RedisClient redis = TestServers.newRedisClient(Duration.ofSeconds(2))) {
+      HandoffMigrations.migrate(db, SCHEMA);
+      execute(db, "CREATE TABLE payment (payment_id text PRIMARY KEY, amount_cents bigint NOT NULL)",
+          "CREATE TABLE charge (id bigserial PRIMARY KEY, consumer_group text NOT NULL, payment_id text NOT NULL,"
+              + " message_id uuid NOT NULL)");
+      Outbox outbox = Outbox.builder().schema(SCHEMA).build();
+      keepEverything(redis, prefix);
+      Instant start = Instant.now().minusSeconds(60);
+      try (LogCapture logs = LogCapture.start();
+          Relay relay = Relay.builder(db, redis).schema(SCHEMA).keyPrefix(prefix).topic(TopicConfig.of(TOPIC))
+              .idlePollInterval(Duration.ofMillis(50)).listener(listener).build();
+          StreamConsumer billing = consumer(db, prefix, "billing", false);
+          StreamConsumer refusing = consumer(db, prefix, "refusing", true);
+          StreamConsumer applying = consumer(db, prefix, "applying", false)) {
+        for (StreamConsumer c : List.of(billing, refusing, applying)) {
+          c.pollOnce(); // its group exists from the stream's start
+        }
+        relay.start(); // it runs through the failover, as a relay beside the application does
+        // Before the standby falls behind: 40 payments, published; billing charges 30 of them, refusing all 40.
+        pay(db, outbox, 0, 40);
+        awaitPublished(db);
+        pollTimes(billing, 3);
+        drain(refusing);
+        drain(applying);
+        pg.awaitStandbyCaughtUp();
+
+        // The standby receives nothing more: what follows exists on the primary alone.
+        pg.pauseWalSender();
+        drain(billing); // charges the last 10 of the 40, and acknowledges them
+        pay(db, outbox, 40, 20);
+        awaitPublished(db);
+        drain(billing); // charges the 20 new ones too
+        assertThat(count(db, "SELECT count(*) FROM charge WHERE consumer_group = 'billing'")).isEqualTo(60);
+        assertThat(redis.xlen(stream(prefix))).isEqualTo(60);
+
+        pg.killPrimary();
+        pg.promoteStandby();
+        awaitPrimary(db);
+
+        // What the new primary has: the first 40 payments, and billing's first 30 charges.
+        assertThat(count(db, "SELECT count(*) FROM payment")).isEqualTo(40);
+        assertThat(count(db, "SELECT count(*) FROM charge WHERE consumer_group = 'billing'")).isEqualTo(30);
+        assertThat(count(db, "SELECT count(*) FROM " + SCHEMA + ".outbox")).isEqualTo(40);
+
+        // New payments on the new primary; the relay publishes them and reports the rewind it meets.
+        pay(db, outbox, 60, 5);
+        awaitPublished(db);
+
+        // The relay reports once its mark committed, which is what awaitPublished sees: wait for the report too.
+        ConsumerTestKit.await("the rewind reported", DEADLINE, () -> !rewinds.isEmpty());
+        assertThat(rewinds).containsExactly(new Rewound(new ShardId(TOPIC, 0), 20));
+        assertThat(logs.warnings()).filteredOn(l -> l.contains("the database went back in time")).singleElement()
+            .asString().startsWith("ERROR").contains("(Redis counts 60 added, the database 40)");
+        assertThat(relay.health().reasons()).extracting(Health.Reason::code).contains("database-rewound");
+        List<StreamEntry> entries = redis.xrange(stream(prefix), (StreamEntryID) null, (StreamEntryID) null);
+        assertThat(entries).hasSize(65);
+        assertThat(entries.stream().map(e -> e.getFields().get(StreamFormat.MESSAGE_ID)).distinct()).hasSize(65);
+        // The report, against an independent read of the stream: the ghosts are exactly p40..p59.
+        FailoverReport report = failoverReport(db, prefix);
+        assertThat(report.clean()).isFalse();
+        assertThat(report.streams()).singleElement().satisfies(f -> {
+          assertThat(f.entries()).isEqualTo(65);
+          assertThat(f.ghosts()).isEqualTo(20);
+          assertThat(f.ghostIds()).containsExactlyElementsOf(messageIds(entries, 40, 60));
+          assertThat(f.publishedTwice()).isZero();
+        });
+
+        // Ghosts refused: refusing charges the 5 new payments and dead-letters the 20 the database lost.
+        drain(refusing);
+        assertThat(chargedOnce(db, "refusing")).isTrue();
+        assertThat(orphans(db, "refusing")).isZero();
+        assertThat(count(db, "SELECT count(*) FROM " + SCHEMA + ".dead_letter WHERE consumer_group = 'refusing'"
+            + " AND error LIKE 'ghost:%'")).isEqualTo(20);
+        // Without the setting, the 20 ghosts are charged: payments that do not exist.
+        drain(applying);
+        assertThat(orphans(db, "applying")).isEqualTo(20);
+
+        // Billing acknowledged 30 charges the new primary does not have: 10 of them for payments it has.
+        drain(billing);
+        assertThat(neverCharged(db, "billing")).isEqualTo(10);
+        DeadLetterAdmin admin = DeadLetterAdmin.builder(db).schema(SCHEMA).build();
+        long request = admin.requestReplay("billing", TOPIC, start, null);
+        assertThat(ConsumerTestKit.runRequestedRetriesNow(billing)).isEqualTo(1);
+
+        assertThat(admin.replayRequest(request)).hasValueSatisfying(r -> {
+          assertThat(r.finishedAt()).isNotNull();
+          assertThat(r.handled()).isEqualTo(10);
+          assertThat(r.duplicates()).isEqualTo(35);
+          assertThat(r.failed()).isZero();
+        });
+        assertThat(neverCharged(db, "billing")).isZero();
+        assertThat(chargedOnce(db, "billing")).isTrue();
+        assertThat(orphans(db, "billing")).isZero();
+        assertThat(redis.xlen(stream(prefix))).isEqualTo(65); // the replay wrote nothing to Redis
+      }
+    }
+  }
+
+  /**
+   * The relay that runs through the failover took its lease after the standby stopped receiving, so the new primary
+   * never saw it take the lease, nor mark the rows it published then. Five payments committed before the standby
+   * stopped, and published after, are published again: twice in the stream. The relay reports the rewind when it
+   * takes its lease again, and the report lists the 20 ghosts and the 5 messages published twice.
+   */
+  @Test
+  void rowsWhoseMarksTheDatabaseLostArePublishedAgainAndReported() throws Exception {
+    String prefix = "failover-" + UUID.randomUUID().toString().substring(0, 8);
+    List<Rewound> rewinds = new CopyOnWriteArrayList<>();
+    try (StreamingReplication pg = StreamingReplication.start();
+        HikariDataSource db = pool(pg);
+        RedisClient redis = TestServers.newRedisClient(Duration.ofSeconds(2))) {
+      HandoffMigrations.migrate(db, SCHEMA);
+      ledgerTables(db);
+      Outbox outbox = Outbox.builder().schema(SCHEMA).build();
+      keepEverything(redis, prefix);
+      try (LogCapture logs = LogCapture.start();
+          StreamConsumer refusing = consumer(db, prefix, "refusing", true)) {
+        refusing.pollOnce();
+        try (Relay first = relay(db, redis, prefix, rewinds).build()) {
+          pay(db, outbox, 0, 40);
+          while (first.relayOnce().published() > 0) {
+            // until the 40 are published
+          }
+        } // closed: its lease is handed back
+        drain(refusing);
+        pay(db, outbox, 40, 5); // committed, not published
+        pg.awaitStandbyCaughtUp();
+
+        pg.pauseWalSender();
+        try (Relay relay = relay(db, redis, prefix, rewinds).build()) {
+          relay.start(); // takes the lease and publishes p40..p44: all of it on the primary alone
+          awaitPublished(db);
+          pay(db, outbox, 45, 20);
+          awaitPublished(db);
+          assertThat(redis.xlen(stream(prefix))).isEqualTo(65);
+
+          pg.killPrimary();
+          pg.promoteStandby();
+          awaitPrimary(db);
+          assertThat(count(db, "SELECT count(*) FROM payment")).isEqualTo(45);
+          assertThat(count(db, "SELECT count(*) FROM " + SCHEMA + ".outbox WHERE published_at IS NULL"))
+              .isEqualTo(5);
+
+          pay(db, outbox, 65, 5);
+          awaitPublished(db);
+          ConsumerTestKit.await("the rewind reported", DEADLINE, () -> !rewinds.isEmpty());
+
+          assertThat(rewinds).containsExactly(new Rewound(new ShardId(TOPIC, 0), 25));
+          assertThat(logs.warnings()).filteredOn(l -> l.contains("the database went back in time")).singleElement()
+              .asString().contains("(Redis counts 65 added, the database 40)", "found while taking its lease");
+        }
+      }
+      List<StreamEntry> entries = redis.xrange(stream(prefix), (StreamEntryID) null, (StreamEntryID) null);
+      assertThat(entries).hasSize(75);
+      FailoverReport report = failoverReport(db, prefix);
+      assertThat(report.streams()).singleElement().satisfies(f -> {
+        assertThat(f.entries()).isEqualTo(75);
+        assertThat(f.ghosts()).isEqualTo(20);
+        assertThat(f.ghostIds()).containsExactlyElementsOf(messageIds(entries, 45, 65));
+        assertThat(f.publishedTwice()).isEqualTo(5);
+        assertThat(f.publishedTwiceIds()).containsExactlyElementsOf(messageIds(entries, 40, 45));
+      });
+      // A consumer that refuses ghosts charges every payment of the new primary once, the doubles included.
+      try (StreamConsumer refusing = consumer(db, prefix, "refusing", true)) {
+        drain(refusing);
+      }
+      assertThat(count(db, "SELECT count(*) FROM payment")).isEqualTo(50);
+      assertThat(chargedOnce(db, "refusing")).isTrue();
+      assertThat(orphans(db, "refusing")).isZero();
+    }
+  }
+
+  @Test
+  void aSynchronousStandbyPromotedMidRunLosesNothingAndDoublesNothing() throws Exception {
+    String prefix = "failover-" + UUID.randomUUID().toString().substring(0, 8);
+    List<Rewound> rewinds = new CopyOnWriteArrayList<>();
+    RelayListener listener = new RelayListener() {
+      @Override
+      public void databaseRewound(ShardId shard, long entries, String detail) {
+        rewinds.add(new Rewound(shard, entries));
+      }
+    };
+    try (StreamingReplication pg = StreamingReplication.startSynchronous();
+        HikariDataSource db = pool(pg);
+        RedisClient redis = TestServers.newRedisClient(Duration.ofSeconds(2))) {
+      HandoffMigrations.migrate(db, SCHEMA);
+      execute(db, "CREATE TABLE payment (payment_id text PRIMARY KEY, amount_cents bigint NOT NULL)",
+          "CREATE TABLE charge (id bigserial PRIMARY KEY, consumer_group text NOT NULL, payment_id text NOT NULL,"
+              + " message_id uuid NOT NULL)");
+      Outbox outbox = Outbox.builder().schema(SCHEMA).build();
+      keepEverything(redis, prefix);
+      try (Relay relay = Relay.builder(db, redis).schema(SCHEMA).keyPrefix(prefix).topic(TopicConfig.of(TOPIC))
+              .idlePollInterval(Duration.ofMillis(50)).listener(listener).build();
+          StreamConsumer billing = consumer(db, prefix, "billing", false);
+          Producer producer = new Producer(db, outbox)) {
+        relay.start();
+        billing.start();
+        producer.start();
+        producer.awaitCommitted(100);
+
+        pg.killPrimary();
+        pg.promoteStandby();
+        long atPromotion = producer.committed();
+        producer.awaitCommitted(atPromotion + 100);
+        producer.stop();
+
+        long payments = count(db, "SELECT count(*) FROM payment");
+        assertThat(payments).isGreaterThanOrEqualTo(producer.committed());
+        ConsumerTestKit.await("every payment charged", DEADLINE, () -> {
+          try {
+            return neverCharged(db, "billing") == 0;
+          } catch (SQLException e) {
+            return false;
+          }
+        });
+        assertThat(chargedOnce(db, "billing")).isTrue();
+        assertThat(orphans(db, "billing")).isZero();
+        assertThat(count(db, "SELECT count(*) FROM " + SCHEMA + ".dead_letter")).isZero();
+        assertThat(count(db, "SELECT count(*) FROM " + SCHEMA + ".outbox")).isEqualTo(payments);
+        List<StreamEntry> entries = redis.xrange(stream(prefix), (StreamEntryID) null, (StreamEntryID) null);
+        Set<String> inStream = new HashSet<>();
+        entries.forEach(e -> inStream.add(e.getFields().get(StreamFormat.MESSAGE_ID)));
+        assertThat(entries).hasSize((int) payments); // every row added once: no ghost, no second copy
+        assertThat(inStream).hasSize((int) payments).isEqualTo(outboxMessageIds(db));
+        assertThat(rewinds).isEmpty();
+        assertThat(relay.health().status()).isNotEqualTo(Health.Status.DOWN);
+        assertThat(billing.health().status()).isNotEqualTo(Health.Status.DOWN);
+      }
+    }
+  }
+
+  /**
+   * Pays p0, p1, ... on a thread of its own, each payment in a transaction with its message. A commit that fails
+   * is uncertain (the primary may have committed it before it died): the same payment is tried again, and found if
+   * it committed, which is safe because payment IDs are unique.
+   */
+  private static final class Producer implements AutoCloseable {
+    private final DataSource db;
+    private final Outbox outbox;
+    private final Thread thread;
+    private volatile boolean running = true;
+    private volatile long committed;
+
+    Producer(DataSource db, Outbox outbox) {
+      this.db = db;
+      this.outbox = outbox;
+      this.thread = new Thread(this::run, "failover-producer");
+    }
+
+    void start() {
+      thread.start();
+    }
+
+    long committed() {
+      return committed;
+    }
+
+    void awaitCommitted(long n) {
+      ConsumerTestKit.await(n + " payments committed", DEADLINE, () -> committed >= n);
+    }
+
+    void stop() throws InterruptedException {
+      running = false;
+      thread.join(DEADLINE.toMillis());
+      assertThat(thread.isAlive()).isFalse();
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+      stop();
+    }
+
+    private void run() {
+      long next = 0;
+      while (running) {
+        try (Connection tx = db.getConnection()) {
+          tx.setAutoCommit(false);
+          try (PreparedStatement ps = tx.prepareStatement(
+              "INSERT INTO payment (payment_id, amount_cents) VALUES (?, 100) ON CONFLICT DO NOTHING")) {
+            ps.setString(1, "p" + next);
+            if (ps.executeUpdate() == 1) {
+              outbox.append(tx, Message.builder(TOPIC, "payment.created").key("p" + next).payload("{}").build());
+            }
+          }
+          tx.commit();
+          committed = ++next;
+        } catch (SQLException | RuntimeException e) {
+          try {
+            Thread.sleep(50); // the database is failing over; the same payment again
+          } catch (InterruptedException stop) {
+            return;
+          }
+        }
+      }
+    }
+  }
+
+  private static Set<String> outboxMessageIds(DataSource db) throws SQLException {
+    Set<String> out = new HashSet<>();
+    try (Connection c = db.getConnection(); Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT message_id::text FROM " + SCHEMA + ".outbox")) {
+      while (rs.next()) {
+        out.add(rs.getString(1));
+      }
+    }
+    return out;
+  }
+
+  private static RelayBuilder relay(DataSource db, RedisClient redis, String prefix, List<Rewound> rewinds) {
+    return Relay.builder(db, redis).schema(SCHEMA).keyPrefix(prefix).topic(TopicConfig.of(TOPIC))
+        .idlePollInterval(Duration.ofMillis(50)).listener(new RelayListener() {
+          @Override
+          public void databaseRewound(ShardId shard, long entries, String detail) {
+            rewinds.add(new Rewound(shard, entries));
+          }
+        });
+  }
+
+  /**
+   * A group that never reads: the relay trims only what every group finished, so the stream keeps every entry ever
+   * added, and the test counts them exactly.
+   */
+  private static void keepEverything(RedisClient redis, String prefix) {
+    redis.xgroupCreate(stream(prefix), "audit", new StreamEntryID(0, 0), true);
+  }
+
+  private static void ledgerTables(DataSource db) throws SQLException {
+    execute(db, "CREATE TABLE payment (payment_id text PRIMARY KEY, amount_cents bigint NOT NULL)",
+        "CREATE TABLE charge (id bigserial PRIMARY KEY, consumer_group text NOT NULL, payment_id text NOT NULL,"
+            + " message_id uuid NOT NULL)");
+  }
+
+  private static FailoverReport failoverReport(DataSource db, String prefix) {
+    try (TopicInspector inspector = TopicInspector.builder(db,
+        RedisConnectionSpec.of(RedisUrl.parse(TestServers.redis()))).schema(SCHEMA).keyPrefix(prefix).build()) {
+      return inspector.failoverReport(TOPIC, 100);
+    }
+  }
+
+  /** The message IDs of the first entries of payments p{from}..p{to-1}, in stream order, read from the stream. */
+  private static List<UUID> messageIds(List<StreamEntry> entries, int from, int to) {
+    Set<String> keys = new HashSet<>();
+    for (int i = from; i < to; i++) {
+      keys.add("p" + i);
+    }
+    Set<UUID> out = new java.util.LinkedHashSet<>();
+    for (StreamEntry e : entries) {
+      if (keys.contains(e.getFields().get(StreamFormat.KEY))) {
+        out.add(UUID.fromString(e.getFields().get(StreamFormat.MESSAGE_ID)));
+      }
+    }
+    return List.copyOf(out);
+  }
+
+  private static StreamConsumer consumer(DataSource db, String prefix, String group, boolean refuseGhosts) {
+    return StreamConsumer.builder(db, TestServers.redis()).schema(SCHEMA).keyPrefix(prefix)
+        .topic(TopicConfig.of(TOPIC)).group(group).batchSize(10).block(Duration.ofMillis(100))
+        .refuseGhosts(refuseGhosts)
+        .handler((tx, m) -> {
+          try (PreparedStatement ps = tx.prepareStatement(
+              "INSERT INTO charge (consumer_group, payment_id, message_id) VALUES (?, ?, ?)")) {
+            ps.setString(1, group);
+            ps.setString(2, m.key());
+            ps.setObject(3, m.messageId());
+            ps.executeUpdate();
+          }
+        })
+        .build();
+  }
+
+  /** Payments p{from}..p{from+n-1}, each in a transaction of its own with its message, as a web service commits. */
+  private static void pay(DataSource db, Outbox outbox, int from, int n) throws SQLException {
+    for (int i = from; i < from + n; i++) {
+      try (Connection tx = db.getConnection()) {
+        tx.setAutoCommit(false);
+        try (PreparedStatement ps = tx.prepareStatement(
+            "INSERT INTO payment (payment_id, amount_cents) VALUES (?, 100)")) {
+          ps.setString(1, "p" + i);
+          ps.executeUpdate();
+        }
+        outbox.append(tx, Message.builder(TOPIC, "payment.created").key("p" + i).payload("{}").build());
+        tx.commit();
+      }
+    }
+  }
+
+  /** Waits until the running relay published every row of the outbox. */
+  private static void awaitPublished(DataSource db) {
+    ConsumerTestKit.await("every row published", DEADLINE, () -> {
+      try {
+        return count(db, "SELECT count(*) FROM " + SCHEMA + ".outbox WHERE published_at IS NULL") == 0;
+      } catch (SQLException e) {
+        return false;
+      }
+    });
+  }
+
+  private static void pollTimes(StreamConsumer c, int times) {
+    for (int i = 0; i < times; i++) {
+      assertThat(c.pollOnce().handled()).isEqualTo(10);
+    }
+  }
+
+  private static void drain(StreamConsumer c) {
+    for (int i = 0; i < 1_000; i++) {
+      if (c.pollOnce().isEmpty()) {
+        return;
+      }
+    }
+    throw new AssertionError("consumer still busy after 1,000 polls");
+  }
+
+  /** Whether every payment has exactly one charge of the group. */
+  private static boolean chargedOnce(DataSource db, String group) throws SQLException {
+    return count(db, "SELECT count(*) FROM payment p WHERE (SELECT count(*) FROM charge c WHERE c.consumer_group = '"
+        + group + "' AND c.payment_id = p.payment_id) <> 1") == 0;
+  }
+
+  private static long neverCharged(DataSource db, String group) throws SQLException {
+    return count(db, "SELECT count(*) FROM payment p WHERE NOT EXISTS (SELECT 1 FROM charge c WHERE"
+        + " c.consumer_group = '" + group + "' AND c.payment_id = p.payment_id)");
+  }
+
+  /** Charges of the group for payments that do not exist. */
+  private static long orphans(DataSource db, String group) throws SQLException {
+    return count(db, "SELECT count(*) FROM charge c WHERE c.consumer_group = '" + group + "' AND NOT EXISTS"
+        + " (SELECT 1 FROM payment p WHERE p.payment_id = c.payment_id)");
+  }
+
+  private static void awaitPrimary(DataSource db) {
+    ConsumerTestKit.await("the pool to reach the promoted standby", DEADLINE, () -> {
+      try {
+        return count(db, "SELECT CASE WHEN pg_is_in_recovery() THEN 0 ELSE 1 END") == 1;
+      } catch (SQLException e) {
+        return false;
+      }
+    });
+  }
+
+  private static String stream(String prefix) {
+    return StreamFormat.streamKey(prefix, TOPIC, 0);
+  }
+
+  private static HikariDataSource pool(StreamingReplication pg) {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(pg.jdbcUrl());
+    config.setMaximumPoolSize(10);
+    config.setConnectionTimeout(5_000);
+    config.setPoolName("failover");
+    return new HikariDataSource(config);
+  }
+
+  private static void execute(DataSource db, String... statements) throws SQLException {
+    try (Connection c = db.getConnection(); Statement s = c.createStatement()) {
+      for (String sql : statements) {
+        s.execute(sql);
+      }
+    }
+  }
+
+  private static long count(DataSource db, String sql) throws SQLException {
+    try (Connection c = db.getConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+}
