@@ -1,8 +1,14 @@
 package dev.handoff.cli;
 
+import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.consumer.DeadLetterAdmin;
+import dev.handoff.consumer.ListStatus;
+import dev.handoff.consumer.TopicInspector;
+import dev.handoff.consumer.TopicStatus;
 import java.io.PrintWriter;
 import java.time.Instant;
+import java.util.List;
+import java.util.TreeSet;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -20,7 +26,7 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "replay", mixinStandardHelpOptions = true, sortOptions = false,
     description = "Requests a replay of what was appended to --topic since --since (until --until) through consumer"
-        + " group --group. It runs no handler: the group's running consumers pick the request up within their"
+        + " group --group, or through each group of the topic with --all-groups. It runs no handler: the group's running consumers pick the request up within their"
         + " retry-request interval (5 s by default), run the range through their handler, skip what their inbox"
         + " already has, and write nothing to Redis. `handoff replay --id N` shows a request and its outcome.")
 final class ReplayCommand implements Callable<Integer> {
@@ -28,8 +34,15 @@ final class ReplayCommand implements Callable<Integer> {
   @Mixin
   DatabaseOptions database;
 
+  @Mixin
+  RedisOptions redis;
+
   @Option(names = "--group", paramLabel = "GROUP", description = "the consumer group")
   String group;
+
+  @Option(names = "--all-groups", description = "every consumer group of --topic (found in Redis and in the dead"
+      + " letters, as status finds them): one request per group, the runbook after a database failover")
+  boolean allGroups;
 
   @Option(names = "--topic", paramLabel = "TOPIC", description = "the topic the group consumes")
   String topic;
@@ -53,7 +66,7 @@ final class ReplayCommand implements Callable<Integer> {
   public Integer call() {
     PrintWriter out = spec.commandLine().getOut();
     if (id != null) {
-      if (group != null || topic != null || since != null || until != null) {
+      if (group != null || allGroups || topic != null || since != null || until != null) {
         throw new CommandLine.ParameterException(spec.commandLine(), "--id shows a request: give it alone");
       }
       DeadLetterAdmin.ReplayRequest r = DlqCommand.withAdmin(database, spec, admin -> admin.replayRequest(id))
@@ -62,22 +75,41 @@ final class ReplayCommand implements Callable<Integer> {
       out.flush();
       return r.finishedAt() == null ? HandoffCommand.CHECK_FAILED : 0;
     }
-    if (group == null || topic == null || since == null) {
-      throw new CommandLine.ParameterException(spec.commandLine(), "--group, --topic and --since are required"
-          + " (or --id to show a request)");
+    if ((group == null) == !allGroups || topic == null || since == null) {
+      throw new CommandLine.ParameterException(spec.commandLine(), "--group (or --all-groups), --topic and --since"
+          + " are required (or --id to show a request)");
     }
-    long requested = DlqCommand.withAdmin(database, spec, admin -> {
-      try {
-        return admin.requestReplay(group, topic, since, until);
-      } catch (IllegalArgumentException e) {
-        throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
-      }
-    });
-    out.println("requested replay " + requested + " of topic " + topic + " for group " + group + ", rows appended"
-        + " since " + since + (until != null ? " until " + until : "") + ": the group's running consumers run it"
-        + " within their retry-request interval; handoff replay --id " + requested + " shows its outcome");
+    List<String> groups = allGroups ? groupsOf(topic) : List.of(group);
+    if (groups.isEmpty()) {
+      throw new IllegalStateException("topic " + topic + " has no consumer group in Redis or in the dead letters");
+    }
+    for (String g : groups) {
+      long requested = DlqCommand.withAdmin(database, spec, admin -> {
+        try {
+          return admin.requestReplay(g, topic, since, until);
+        } catch (IllegalArgumentException e) {
+          throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+      });
+      out.println("requested replay " + requested + " of topic " + topic + " for group " + g + ", rows appended"
+          + " since " + since + (until != null ? " until " + until : "") + ": the group's running consumers run it"
+          + " within their retry-request interval; handoff replay --id " + requested + " shows its outcome");
+    }
     out.flush();
     return 0;
+  }
+
+  /** The topic's groups, as {@code handoff status} finds them: stream groups in Redis, list groups by dead letter. */
+  private List<String> groupsOf(String topic) {
+    try (HikariDataSource db = database.open(spec, 2, "handoff-replay");
+        TopicInspector inspector = TopicInspector.builder(db, redis.spec()).schema(database.schema())
+            .keyPrefix(redis.keyPrefix()).build()) {
+      TopicStatus status = inspector.status(topic);
+      TreeSet<String> names = new TreeSet<>();
+      status.streamGroups().forEach(g -> names.add(g.group()));
+      status.listGroups().stream().map(ListStatus::group).filter(g -> !g.equals("*")).forEach(names::add);
+      return List.copyOf(names);
+    }
   }
 
   /** One line: the request and, once run, its outcome. */

@@ -97,10 +97,44 @@ class ReplayCommandTest {
   }
 
   @Test
+  void allGroupsRequestsOneReplayPerGroupOfTheTopic() throws Exception {
+    Outbox outbox = Outbox.builder().schema(env.schema()).topic(TopicConfig.of("orders")).build();
+    try (Connection tx = env.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      outbox.append(tx, Message.builder("orders", "order.placed").key("o1").payload("p").build());
+      tx.commit();
+    }
+    try (Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of("orders")).build()) {
+      relay.relayOnce();
+    }
+    for (String group : List.of("shipping", "billing")) {
+      try (StreamConsumer c = StreamConsumer.builder(env.dataSource(), env.redisUri()).schema(env.schema())
+          .keyPrefix(env.keyPrefix()).topic(TopicConfig.of("orders")).group(group).handler((tx, m) -> { })
+          .build()) {
+        c.pollOnce(); // the group exists in Redis
+      }
+    }
+
+    Run r = run("--all-groups", "--topic", "orders", "--since", "1h", "--redis-url", env.redisUri().toString(),
+        "--key-prefix", env.keyPrefix());
+
+    assertThat(r.exit()).as("stderr %s", r.err()).isZero();
+    assertThat(r.out().lines().toList()).hasSize(2).satisfiesExactly(
+        l -> assertThat(l).startsWith("requested replay ").contains(" of topic orders for group billing, "),
+        l -> assertThat(l).startsWith("requested replay ").contains(" of topic orders for group shipping, "));
+    assertThat(env.queryList("SELECT consumer_group FROM replay_request WHERE topic = 'orders' ORDER BY 1",
+        String.class)).containsExactly("billing", "shipping");
+  }
+
+  @Test
   void aRequestWithoutItsRangeIsAOneLineUsageError() {
     Run r = run("--group", "auditors", "--topic", "audit");
     assertThat(r.exit()).isEqualTo(2);
-    assertThat(r.err()).singleElement().asString().isEqualTo("handoff: --group, --topic and --since are required (or"
-        + " --id to show a request) (see handoff replay --help)");
+    assertThat(r.err()).singleElement().asString().isEqualTo("handoff: --group (or --all-groups), --topic and"
+        + " --since are required (or --id to show a request) (see handoff replay --help)");
+    Run both = run("--group", "auditors", "--all-groups", "--topic", "audit", "--since", "1h");
+    assertThat(both.exit()).isEqualTo(2);
+    assertThat(both.err()).singleElement().asString().startsWith("handoff: --group (or --all-groups)");
   }
 }
