@@ -95,6 +95,12 @@ final class RelayCommand implements Callable<Integer> {
           + " turns it off (env HANDOFF_BACKLOG_AGE_THRESHOLD; default ${DEFAULT-VALUE})")
   Duration backlogAgeThreshold;
 
+  @Option(names = "--trim-margin", defaultValue = "${env:HANDOFF_TRIM_MARGIN:-0s}",
+      description = "keep stream entries this long after every group finished them, so that after a database"
+          + " failover failover-report and rewind still find the newest ones; costs Redis memory (env"
+          + " HANDOFF_TRIM_MARGIN; default ${DEFAULT-VALUE}: trim at once)")
+  Duration trimMargin;
+
   @Option(names = "--metrics-port", defaultValue = "${env:HANDOFF_METRICS_PORT}",
       description = "serve /metrics (Prometheus text) and /health (200 when UP, else 503, with the reasons in JSON)"
           + " over HTTP on this port (env HANDOFF_METRICS_PORT; default: no HTTP server)")
@@ -153,7 +159,8 @@ final class RelayCommand implements Callable<Integer> {
           .leaseTtl(leaseTtl)
           .drainTimeout(drainTimeout)
           .idlePollInterval(idlePollInterval)
-          .backlogAgeThreshold(backlogAgeThreshold);
+          .backlogAgeThreshold(backlogAgeThreshold)
+          .trimMargin(trimMargin);
       if (listenDb != null) {
         builder.notificationDataSource(listenDb);
       }

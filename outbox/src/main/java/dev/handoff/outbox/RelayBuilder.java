@@ -58,6 +58,7 @@ public final class RelayBuilder {
   private int trimLimit = DEFAULT_TRIM_LIMIT;
   private boolean trimStreams = true;
   private int trimSlack = DEFAULT_TRIM_SLACK;
+  private Duration trimMargin = Duration.ZERO;
   private Duration retentionBudget;
   private Duration drainTimeout = DEFAULT_DRAIN_TIMEOUT;
   private RelayListener listener = RelayListener.NOOP;
@@ -187,6 +188,20 @@ public final class RelayBuilder {
   }
 
   /**
+   * How long an entry stays in its stream after every group finished it. After a failover to an asynchronous
+   * standby, the entries of the commits the database lost are the newest ones: with a margin longer than the time
+   * from the failover to the operator's look, {@code handoff failover-report} still lists them and {@code handoff
+   * rewind} can deliver them again (docs/guarantees.md#a-database-failover). Costs Redis memory: about the margin
+   * times the publish rate, in entries. A Redis at {@code maxmemory} trims into the margin, so that it drains. An
+   * entry's age is the relay's {@link #clock} minus the time in its ID (the database's clock when it was assigned).
+   * Defaults to zero: an entry goes at the first trim after every group finished it.
+   */
+  public RelayBuilder trimMargin(Duration margin) {
+    this.trimMargin = margin;
+    return this;
+  }
+
+  /**
    * How long one maintenance run may take in all (trims and purge), spent in slices of at most 50 ms between
    * publish cycles so that publishing goes on. Past it the run stops and its {@link RetentionReport} says what is
    * left. Defaults to half the maintenance interval.
@@ -249,8 +264,8 @@ public final class RelayBuilder {
 
   /**
    * The wall clock the relay reads for what it reports and for its retention cut: the time of a retention report,
-   * the time since which a failure lasts in its health, and the age below which a stream with no consumer group keeps
-   * its entries (now minus the outbox retention). It does not pace the relay: cycles, leases and maintenance are
+   * the time since which a failure lasts in its health, the age below which a stream with no consumer group keeps
+   * its entries (now minus the outbox retention), and the age of entries against the {@link #trimMargin}. It does not pace the relay: cycles, leases and maintenance are
    * scheduled on {@link System#nanoTime()}, which a test controls with {@code relayOnce()} and
    * {@code maintainOnce()} instead. Defaults to the system UTC clock.
    */
@@ -311,7 +326,7 @@ public final class RelayBuilder {
   public Relay build() {
     RelayConfig config = new RelayConfig(schema, keyPrefix, topics, owner != null ? owner : defaultOwner(),
         leaseTtl, minBatchSize, maxBatchSize, maxBatchBytes, idlePollInterval, outboxRetention,
-        retentionBatchSize, maintenanceInterval, trimLimit, trimStreams, trimSlack,
+        retentionBatchSize, maintenanceInterval, trimLimit, trimStreams, trimSlack, trimMargin,
         retentionBudget != null ? retentionBudget : half(maintenanceInterval), drainTimeout, listener, clock,
         transport, listCapacity, backlogAgeThreshold);
     if (meterRegistry == null) {

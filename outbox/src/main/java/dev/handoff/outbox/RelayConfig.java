@@ -31,6 +31,8 @@ import java.util.Objects;
  * @param trimSlack how many entries a stream may gain after its last trim before it is trimmed again right after
  *     publishing: in steady state a stream holds what some group has not finished plus at most about this many
  *     (plus Redis's stream node size, {@code stream-node-max-entries}, 100 by default)
+ * @param trimMargin how long an entry stays in its stream after every group finished it; {@link Duration#ZERO} (the
+ *     default) trims as soon as every group finished
  * @param retentionBudget how long one maintenance run may take in all, run in slices of at most 50 ms between
  *     publish cycles; past it the run stops and reports what is left
  * @param drainTimeout how long {@link Relay#close()} waits for assigned rows to be published
@@ -58,6 +60,7 @@ public record RelayConfig(
     int trimLimit,
     boolean trimStreams,
     int trimSlack,
+    Duration trimMargin,
     Duration retentionBudget,
     Duration drainTimeout,
     RelayListener listener,
@@ -101,6 +104,9 @@ public record RelayConfig(
     }
     if (trimSlack < 1) {
       throw new IllegalArgumentException("trimSlack must be positive, was " + trimSlack);
+    }
+    if (trimMargin == null || trimMargin.isNegative()) {
+      throw new IllegalArgumentException("trimMargin must be zero or positive, was " + trimMargin);
     }
     OutboxConfig.requirePositive("retentionBudget", retentionBudget);
     OutboxConfig.requirePositive("drainTimeout", drainTimeout);

@@ -41,7 +41,8 @@ public record RetentionReport(Instant finishedAt, Duration took, boolean caughtU
    * @param length the entries the stream holds after the trim
    * @param minId every group had finished every entry below this ID ("" when the stream does not exist)
    * @param holdingGroup the group whose unfinished entries set {@code minId}: the one holding the history back
-   *     ("" when the stream has no group, when the trim point is the retention cut)
+   *     ("" when the stream has no group, when the trim point is the retention cut; {@code (trim margin)} when the
+   *     relay's trim margin set it)
    * @param trimmed entries evicted by this run
    * @param caughtUp whether the trim reached {@code minId} (to node granularity) within the budget
    */

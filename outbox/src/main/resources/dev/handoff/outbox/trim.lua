@@ -4,8 +4,11 @@
 -- ARGV[2]: the most entries to evict. ARGV[3] (optional): 'approx' (the default) trims whole stream nodes, at most
 -- ARGV[2] entries; 'exact' trims every entry below minid (no LIMIT: callers run it after the approximate trims, when
 -- what is left below minid is within one node); 'none' trims nothing and only reports (an operator's dry run).
+-- ARGV[4] (optional, "" for none): the highest trim point allowed, the relay's trim margin: entries at or above it
+-- stay even when every group finished them.
 -- Reply: {minid, evicted, groups, holder, length}; minid is "" when the stream does not exist; holder is the group
--- whose unfinished entries set minid ("" with no group); length is the stream's length after the trim.
+-- whose unfinished entries set minid ("" with no group, "(trim margin)" when the margin did); length is the stream's
+-- length after the trim.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {'', 0, 0, '', 0}
 end
@@ -41,6 +44,10 @@ else
       holder = name
     end
   end
+end
+if ARGV[4] and ARGV[4] ~= '' and less(ARGV[4], minid) then
+  minid = ARGV[4]
+  holder = '(trim margin)'
 end
 local mode = ARGV[3] or 'approx'
 local evicted = 0

@@ -229,6 +229,20 @@ public class HandoffProperties {
     /** How often an idle relay looks for new rows when no notification woke it. */
     private Duration idlePollInterval = Duration.ofSeconds(1);
 
+    /**
+     * How long a stream entry stays after every group finished it, so that after a database failover the newest
+     * entries are still there to report and rewind to. Costs Redis memory; zero trims at once.
+     */
+    private Duration trimMargin = Duration.ZERO;
+
+    public Duration getTrimMargin() {
+      return trimMargin;
+    }
+
+    public void setTrimMargin(Duration trimMargin) {
+      this.trimMargin = trimMargin;
+    }
+
     public Duration getLeaseTtl() {
       return leaseTtl;
     }

@@ -93,7 +93,7 @@ final class RedisLists implements RedisTransport {
   }
 
   @Override
-  public TrimResult trim(String key, String relayKey, StreamId noGroupFloor, int limit) {
+  public TrimResult trim(String key, String relayKey, StreamId noGroupFloor, StreamId keepFrom, int limit) {
     List<?> reply = (List<?>) RedisStreams.run(watermark, redis, keys(key, relayKey), List.of());
     long length;
     try {

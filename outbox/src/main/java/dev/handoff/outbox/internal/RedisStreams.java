@@ -125,8 +125,8 @@ final class RedisStreams implements RedisTransport {
   }
 
   @Override
-  public TrimResult trim(String streamKey, String relayKey, StreamId noGroupFloor, int limit) {
-    StreamTrimScript.Result r = StreamTrimScript.run(redis, streamKey, noGroupFloor, limit,
+  public TrimResult trim(String streamKey, String relayKey, StreamId noGroupFloor, StreamId keepFrom, int limit) {
+    StreamTrimScript.Result r = StreamTrimScript.run(redis, streamKey, noGroupFloor, keepFrom, limit,
         StreamTrimScript.Mode.APPROX);
     return new TrimResult(r.minId(), r.evicted(), r.groups(), r.holder(), r.length());
   }

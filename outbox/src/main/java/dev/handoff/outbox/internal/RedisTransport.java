@@ -80,6 +80,9 @@ interface RedisTransport {
   /** {@code used_memory} and {@code maxmemory} of the server ({@code INFO memory}); -1 for what is unknown. */
   long[] memory();
 
-  /** Trims what every consumer finished, and reports the watermark; {@code noGroupFloor} is the retention cut. */
-  TrimResult trim(String key, String relayKey, StreamId noGroupFloor, int limit);
+  /**
+   * Trims what every consumer finished, and reports the watermark; {@code noGroupFloor} is the retention cut, and
+   * nothing at or above {@code keepFrom} is trimmed (the trim margin; null for none).
+   */
+  TrimResult trim(String key, String relayKey, StreamId noGroupFloor, StreamId keepFrom, int limit);
 }

@@ -129,7 +129,8 @@ final class RelayMaintenance {
         r.evictedOfCurrent = 0;
         continue;
       }
-      RedisTransport.TrimResult t = transport.trim(o.streamKey, o.relayKey, noGroupFloor(), config.trimLimit());
+      RedisTransport.TrimResult t =
+          transport.trim(o.streamKey, o.relayKey, noGroupFloor(), keepFrom(), config.trimLimit());
       r.evictedOfCurrent += t.evicted();
       if (!t.minId().isEmpty()) {
         o.trimPoint = StreamId.parse(t.minId());
@@ -269,7 +270,7 @@ final class RelayMaintenance {
       long evicted = 0;
       RedisTransport.TrimResult t;
       do {
-        t = transport.trim(o.streamKey, o.relayKey, noGroupFloor(), config.trimLimit());
+        t = transport.trim(o.streamKey, o.relayKey, noGroupFloor(), keepFrom(), config.trimLimit());
         evicted += t.evicted();
       } while (t.evicted() >= config.trimLimit() && System.nanoTime() < end);
       reportTrim(o.id, t.minId(), evicted);
@@ -297,9 +298,10 @@ final class RelayMaintenance {
       RedisTransport.TrimResult t;
       try {
         // Until a call frees nothing: an approximate trim evicts whole nodes, often fewer than its limit, and what is
-        // left may still be finished.
+        // left may still be finished. Into the trim margin too: a full Redis must free what is finished, or it never
+        // drains by itself.
         do {
-          t = transport.trim(o.streamKey, o.relayKey, noGroupFloor(), config.trimLimit());
+          t = transport.trim(o.streamKey, o.relayKey, noGroupFloor(), null, config.trimLimit());
           evicted += t.evicted();
         } while (t.evicted() > 0 && System.nanoTime() < end);
       } catch (JedisException e) {
@@ -327,6 +329,15 @@ final class RelayMaintenance {
       log.debug("relay {} trimmed {} below {}: {} entries", config.owner(), shard, minId, evicted);
       notify.accept(() -> listener.trimmed(shard, minId, evicted));
     }
+  }
+
+  /**
+   * The trim margin's point: entries of the last {@code trimMargin} stay, finished or not, so that after a database
+   * failover the entries of the lost commits are still there to report and to rewind to. Null without a margin.
+   */
+  private StreamId keepFrom() {
+    long margin = config.trimMargin().toMillis();
+    return margin == 0 ? null : new StreamId(Math.max(0, config.clock().millis() - margin), 0);
   }
 
   /** With no group, a stream keeps what the outbox retention keeps. */

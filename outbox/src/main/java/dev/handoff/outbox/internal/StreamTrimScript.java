@@ -47,9 +47,19 @@ public final class StreamTrimScript {
    * @param noGroupFloor the trim point of a stream without groups (the relay's outbox retention cut; zero keeps all)
    */
   public static Result run(UnifiedJedis redis, String streamKey, StreamId noGroupFloor, int limit, Mode mode) {
+    return run(redis, streamKey, noGroupFloor, null, limit, mode);
+  }
+
+  /**
+   * As {@link #run(UnifiedJedis, String, StreamId, int, Mode)}, never trimming at or above {@code keepFrom} (the
+   * relay's trim margin; null for none).
+   */
+  public static Result run(UnifiedJedis redis, String streamKey, StreamId noGroupFloor, StreamId keepFrom,
+      int limit, Mode mode) {
     List<?> reply = (List<?>) RedisStreams.run(TRIM, redis, List.of(RedisStreams.bytes(streamKey)),
         List.of(RedisStreams.bytes(noGroupFloor.toString()), RedisStreams.bytes(Integer.toString(limit)),
-            RedisStreams.bytes(mode.name().toLowerCase(Locale.ROOT))));
+            RedisStreams.bytes(mode.name().toLowerCase(Locale.ROOT)),
+            RedisStreams.bytes(keepFrom == null ? "" : keepFrom.toString())));
     return new Result(new String((byte[]) reply.get(0), StandardCharsets.UTF_8), (Long) reply.get(1),
         (Long) reply.get(2), new String((byte[]) reply.get(3), StandardCharsets.UTF_8), (Long) reply.get(4));
   }

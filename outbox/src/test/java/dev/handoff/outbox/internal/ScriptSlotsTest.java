@@ -152,14 +152,14 @@ class ScriptSlotsTest {
         assertThat(result.lost()).isFalse();
         assertThat(result.entriesAdded()).isEqualTo(2);
         // MINID with '~' evicts whole radix tree nodes only: two entries stay; the point is that the script ran.
-        assertThat(streams.trim(stream, relay, new StreamId(10, 1), 100).length()).isEqualTo(2);
+        assertThat(streams.trim(stream, relay, new StreamId(10, 1), null, 100).length()).isEqualTo(2);
         assertThat(streams.lastGeneratedId(stream, relay)).isEqualTo(new StreamId(10, 2));
 
         String list = lists.key("cluster", id);
         String listRelay = lists.relayKey(list);
         assertThat(lists.room(list, listRelay)).isEqualTo(1000);
         assertThat(lists.publish(list, listRelay, 0, rows).entriesAdded()).isEqualTo(2);
-        assertThat(lists.trim(list, listRelay, StreamId.ZERO, 100).minId()).isEqualTo("10-1");
+        assertThat(lists.trim(list, listRelay, StreamId.ZERO, null, 100).minId()).isEqualTo("10-1");
         assertThat(lists.lastGeneratedId(list, listRelay)).isEqualTo(new StreamId(10, 2));
       }
     }

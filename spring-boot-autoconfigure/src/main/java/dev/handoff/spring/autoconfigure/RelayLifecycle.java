@@ -51,7 +51,8 @@ public final class RelayLifecycle implements SmartLifecycle {
           .keyPrefix(properties.getKeyPrefix())
           .drainTimeout(properties.getShutdownTimeout())
           .leaseTtl(properties.getRelay().getLeaseTtl())
-          .idlePollInterval(properties.getRelay().getIdlePollInterval());
+          .idlePollInterval(properties.getRelay().getIdlePollInterval())
+          .trimMargin(properties.getRelay().getTrimMargin());
       topics.forEach(builder::topic);
       metrics.accept(builder);
       Relay built = builder.build();

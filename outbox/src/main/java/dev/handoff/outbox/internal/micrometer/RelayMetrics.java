@@ -90,7 +90,7 @@ public final class RelayMetrics implements RelayListener {
   private static RelayConfig withListener(RelayConfig c, RelayListener listener) {
     return new RelayConfig(c.schema(), c.keyPrefix(), c.topics(), c.owner(), c.leaseTtl(), c.minBatchSize(),
         c.maxBatchSize(), c.maxBatchBytes(), c.idlePollInterval(), c.outboxRetention(), c.retentionBatchSize(),
-        c.maintenanceInterval(), c.trimLimit(), c.trimStreams(), c.trimSlack(), c.retentionBudget(),
+        c.maintenanceInterval(), c.trimLimit(), c.trimStreams(), c.trimSlack(), c.trimMargin(), c.retentionBudget(),
         c.drainTimeout(), listener, c.clock(), c.transport(), c.listCapacity(), c.backlogAgeThreshold());
   }
 
