@@ -62,25 +62,16 @@ class DatabaseFailoverTest {
   void anAsynchronousStandbyPromotedAfterThePrimaryDiedIsReportedAndRepaired() throws Exception {
     String prefix = "failover-" + UUID.randomUUID().toString().substring(0, 8);
     List<Rewound> rewinds = new CopyOnWriteArrayList<>();
-    RelayListener listener = new RelayListener() {
-      @Override
-      public void databaseRewound(ShardId shard, long entries, String detail) {
-        rewinds.add(new Rewound(shard, entries));
-      }
-    };
     try (StreamingReplication pg = StreamingReplication.start();
         HikariDataSource db = pool(pg);
         RedisClient redis = TestServers.newRedisClient(Duration.ofSeconds(2))) {
       HandoffMigrations.migrate(db, SCHEMA);
-      execute(db, "CREATE TABLE payment (payment_id text PRIMARY KEY, amount_cents bigint NOT NULL)",
-          "CREATE TABLE charge (id bigserial PRIMARY KEY, consumer_group text NOT NULL, payment_id text NOT NULL,"
-              + " message_id uuid NOT NULL)");
+      ledgerTables(db);
       Outbox outbox = Outbox.builder().schema(SCHEMA).build();
       keepEverything(redis, prefix);
       Instant start = Instant.now().minusSeconds(60);
       try (LogCapture logs = LogCapture.start();
-          Relay relay = Relay.builder(db, redis).schema(SCHEMA).keyPrefix(prefix).topic(TopicConfig.of(TOPIC))
-              .idlePollInterval(Duration.ofMillis(50)).listener(listener).build();
+          Relay relay = relay(db, redis, prefix, rewinds).build();
           StreamConsumer billing = consumer(db, prefix, "billing", false);
           StreamConsumer refusing = consumer(db, prefix, "refusing", true);
           StreamConsumer applying = consumer(db, prefix, "applying", false)) {
@@ -246,23 +237,14 @@ class DatabaseFailoverTest {
   void aSynchronousStandbyPromotedMidRunLosesNothingAndDoublesNothing() throws Exception {
     String prefix = "failover-" + UUID.randomUUID().toString().substring(0, 8);
     List<Rewound> rewinds = new CopyOnWriteArrayList<>();
-    RelayListener listener = new RelayListener() {
-      @Override
-      public void databaseRewound(ShardId shard, long entries, String detail) {
-        rewinds.add(new Rewound(shard, entries));
-      }
-    };
     try (StreamingReplication pg = StreamingReplication.startSynchronous();
         HikariDataSource db = pool(pg);
         RedisClient redis = TestServers.newRedisClient(Duration.ofSeconds(2))) {
       HandoffMigrations.migrate(db, SCHEMA);
-      execute(db, "CREATE TABLE payment (payment_id text PRIMARY KEY, amount_cents bigint NOT NULL)",
-          "CREATE TABLE charge (id bigserial PRIMARY KEY, consumer_group text NOT NULL, payment_id text NOT NULL,"
-              + " message_id uuid NOT NULL)");
+      ledgerTables(db);
       Outbox outbox = Outbox.builder().schema(SCHEMA).build();
       keepEverything(redis, prefix);
-      try (Relay relay = Relay.builder(db, redis).schema(SCHEMA).keyPrefix(prefix).topic(TopicConfig.of(TOPIC))
-              .idlePollInterval(Duration.ofMillis(50)).listener(listener).build();
+      try (Relay relay = relay(db, redis, prefix, rewinds).build();
           StreamConsumer billing = consumer(db, prefix, "billing", false);
           Producer producer = new Producer(db, outbox)) {
         relay.start();
