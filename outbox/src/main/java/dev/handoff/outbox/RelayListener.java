@@ -45,7 +45,7 @@ public interface RelayListener {
    * Redis lost the stream (restart without persistence, eviction, deletion) or its last entries (a replica promoted
    * after its master failed lacked the last writes). {@code republished} rows are being published again with their
    * original IDs: every retained row at or above the trim watermark after a whole loss; after a partial one, those
-   * from the first entry the stream still holds.
+   * from the last entry the stream still holds (that one is found there, the rest were missing).
    */
   default void streamLost(ShardId shard, long republished) {}
 

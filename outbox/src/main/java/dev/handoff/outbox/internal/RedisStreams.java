@@ -152,6 +152,22 @@ final class RedisStreams implements RedisTransport {
   }
 
   @Override
+  public StreamId survivingTop(String streamKey, String relayKey) {
+    try {
+      StreamInfo info = redis.xinfoStream(streamKey);
+      if (info.getLength() > 0 && info.getLastEntry() != null) {
+        return new StreamId(info.getLastEntry().getID().getTime(), info.getLastEntry().getID().getSequence());
+      }
+      return new StreamId(info.getLastGeneratedId().getTime(), info.getLastGeneratedId().getSequence() + 1);
+    } catch (JedisDataException e) {
+      if (e.getMessage() != null && e.getMessage().contains("no such key")) {
+        return StreamId.ZERO;
+      }
+      throw AclErrors.direct(e, "XINFO|STREAM", List.of(streamKey));
+    }
+  }
+
+  @Override
   public StreamId survivingFloor(String streamKey, String relayKey) {
     try {
       StreamInfo info = redis.xinfoStream(streamKey);

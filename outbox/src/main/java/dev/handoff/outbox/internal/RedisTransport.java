@@ -77,6 +77,17 @@ interface RedisTransport {
     return StreamId.ZERO;
   }
 
+  /**
+   * After a partial loss, the ID from which the key may lack entries: its last entry (which it holds, so that the
+   * row sent again is found), or just above its last generated ID when it is empty. A copy that lost the last writes
+   * (a replica promoted before it had them, a restart from an older snapshot) is a prefix of the relay's history:
+   * everything below its last entry is there, or was trimmed after every consumer finished it.
+   * {@link StreamId#ZERO} when the key is gone or the transport cannot tell, so that every retained row goes again.
+   */
+  default StreamId survivingTop(String key, String relayKey) {
+    return StreamId.ZERO;
+  }
+
   /** {@code used_memory} and {@code maxmemory} of the server ({@code INFO memory}); -1 for what is unknown. */
   long[] memory();
 

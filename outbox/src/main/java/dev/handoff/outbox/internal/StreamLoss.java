@@ -14,9 +14,10 @@ import org.slf4j.LoggerFactory;
  * too (a restart without persistence, an eviction, a deletion), every retained row at or above the watermark goes
  * again. When the counter survived but is behind (a replica promoted after its master died, which lacked the last
  * writes because replication is asynchronous; a restart from an older snapshot), the stream is an older copy of the
- * relay's own history: it only lacks entries above what it holds, so the rows below its first entry, which the relay
- * trimmed after every group had finished them, stay published. Sending those again would be refused (their IDs are
- * below the stream's top and the entries are gone) and taken for another writer's doing. Stateless; thread-safe.
+ * relay's own history: it only lacks entries above its last one, so only the rows from its last entry on go again
+ * (the last one is found). The rows below its first entry, which the relay trimmed after every group had finished
+ * them, would be refused if sent again (their IDs are below the stream's top and the entries are gone) and taken for
+ * another writer's doing; those between its first and last entry are there. Stateless; thread-safe.
  */
 final class StreamLoss {
 
@@ -34,7 +35,7 @@ final class StreamLoss {
 
   /** Re-queues what {@code o}'s stream may lack, given Redis's own count; returns how many rows. */
   long requeue(Connection c, OwnedShard o, long redisCount) throws SQLException {
-    StreamId floor = redisCount > 0 ? transport.survivingFloor(o.streamKey, o.relayKey) : StreamId.ZERO;
+    StreamId floor = redisCount > 0 ? transport.survivingTop(o.streamKey, o.relayKey) : StreamId.ZERO;
     long rows = outbox.republish(c, o.id, owner, o.epoch, floor);
     if (redisCount > 0) {
       log.error("relay {}: REDIS LOST STREAM {} ENTRIES (Redis counts {} entries added by relays, the database"
