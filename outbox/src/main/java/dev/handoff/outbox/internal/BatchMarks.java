@@ -148,6 +148,35 @@ final class BatchMarks {
     return marked;
   }
 
+  /**
+   * Rows sent again with their stream IDs after Redis lost data (not a pending batch) that the stream no longer holds,
+   * below its oldest entry: the copy had them, and a trim removed them after every group had finished them, between
+   * the loss check and this write. They were delivered: they count as published, since adding them again under fresh
+   * IDs would put their messages in the stream twice.
+   */
+  private Sorted trimmedAfterDelivery(OwnedShard o, Written w, Sorted s) {
+    StreamId floor = streams.survivingFloor(o.streamKey, o.relayKey);
+    List<OutboxRow> present = new ArrayList<>(s.present());
+    List<OutboxRow> refused = new ArrayList<>();
+    for (int i = 0; i < w.rows().size(); i++) {
+      OutboxRow row = w.rows().get(i);
+      if (!s.refused().contains(row)) {
+        continue;
+      }
+      if (w.result().statuses().get(i) == EntryStatus.REFUSED_ABSENT && row.streamId().compareTo(floor) < 0) {
+        present.add(row);
+      } else {
+        refused.add(row);
+      }
+    }
+    if (present.size() > s.present().size()) {
+      log.info("relay {}: {} of the rows sent again to {} after its loss were trimmed meanwhile, every group having"
+          + " finished them: they count as published, not added again", config.owner(),
+          present.size() - s.present().size(), o.streamKey);
+    }
+    return new Sorted(present, refused, s.oldestCreated(), s.alreadyPresent(), s.heldByOther());
+  }
+
   /** What Redis did with a written batch's rows. */
   private record Sorted(List<OutboxRow> present, List<OutboxRow> refused, long oldestCreated, int alreadyPresent,
       int heldByOther) {}
@@ -185,6 +214,9 @@ final class BatchMarks {
   Recorded record(Connection c, Written w, boolean endsBatch) throws SQLException {
     OwnedShard o = w.shard();
     Sorted s = sort(w);
+    if (!endsBatch && !s.refused().isEmpty()) {
+      s = trimmedAfterDelivery(o, w, s);
+    }
     OutboxQueries.Mark mark = outbox.markPublished(c, o.id, config.owner(), o.epoch, s.present(),
         w.result().entriesAdded(), endsBatch);
     boolean rewound = false;

@@ -9,6 +9,8 @@ import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.internal.StreamId;
+import dev.handoff.outbox.testkit.RelayFaults;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;
@@ -17,12 +19,18 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.StreamEntryID;
+import redis.clients.jedis.params.XReadGroupParams;
+import redis.clients.jedis.params.XTrimParams;
+import redis.clients.jedis.resps.StreamEntry;
 
 /**
  * Redis losing part of what the relay wrote, each way the relay's checks in {@code publish.lua} and
@@ -135,6 +143,75 @@ class RedisDataLossTest {
       assertThat(republished.get()).isEqualTo(201);
       assertThat(anomalies.get()).as("rows refused as another writer's").isZero();
     }
+  }
+
+  /**
+   * After a partial loss the relay sends again the rows from the copy's last entry on. When a trim removes that entry
+   * (every group had finished it) between the loss check and the write, Redis refuses its ID as absent: the row was
+   * delivered, and counts as published; before, it got a fresh ID and its message was in the stream twice (seen once
+   * on a cluster failover, 168 entries).
+   */
+  @Test
+  void aRowSentAgainAfterALossWhoseEntryATrimRemovedMeanwhileIsNotAddedTwice(@TempDir Path dir) throws Exception {
+    RestartableRedis server = RestartableRedis.startWithSnapshots(dir);
+    try (server) {
+      RedisClient redis = env.newRedisClient(server.uri());
+      String key = StreamFormat.streamKey(env.keyPrefix(), "orders", 0);
+      AtomicLong anomalies = new AtomicLong();
+      AtomicBoolean lossSeen = new AtomicBoolean();
+      AtomicReference<String> lastOfCopy = new AtomicReference<>();
+      AtomicLong trimmedBeforeResend = new AtomicLong(-1);
+      try (Relay relay = relay(redis, "orders").trimStreams(false).listener(new RelayListener() {
+        @Override
+        public void streamLost(ShardId shard, long rows) {
+          lossSeen.set(true);
+        }
+
+        @Override
+        public void anomaly(ShardId shard, int rows, String detail) {
+          anomalies.addAndGet(rows);
+        }
+      }).faults(new RelayFaults() {
+        @Override
+        public void beforeStreamWrite(ShardId shard, int rows) {
+          // Between the loss check and the re-send: a trim of what every group finished, the copy's last entry too.
+          if (lossSeen.get() && trimmedBeforeResend.get() < 0) {
+            StreamId last = StreamId.parse(lastOfCopy.get());
+            trimmedBeforeResend.set(redis.xtrim(key, XTrimParams.xTrimParams()
+                .minId(new StreamId(last.ms(), last.seq() + 1).toString())));
+          }
+        }
+      }).build()) {
+        redis.xgroupCreate(key, "billing", new StreamEntryID(0, 0), true);
+        RelayTestSupport.append(env, "orders", 30);
+        publishAll(relay);
+        finishAll(redis, key);
+        lastOfCopy.set(redis.xrevrange(key, "+", "-", 1).get(0).getID().toString());
+        server.snapshot(); // 30 entries, all finished by billing
+        RelayTestSupport.append(env, "orders", 20);
+        publishAll(relay);
+        server.killAndRestartFromSnapshot();
+        RelayTestSupport.reconnected(redis);
+
+        RelayTestSupport.append(env, "orders", 1);
+        publishAll(relay); // its write notices the loss; the rows from the copy's last entry on go again
+      }
+      assertThat(trimmedBeforeResend.get()).as("entries trimmed between the loss check and the re-send")
+          .isEqualTo(30);
+      List<RelayTestSupport.Entry> entries = RelayTestSupport.entries(redis, key);
+      assertThat(entries).as("the 20 the copy lacked and the new one; not the trimmed one again").hasSize(21);
+      assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize(21);
+      assertThat(anomalies.get()).as("rows refused and given fresh IDs").isZero();
+      assertThat(env.queryLong("select count(*) from outbox where published_at is null")).isZero();
+    }
+  }
+
+  /** Group billing reads and acknowledges every entry of {@code key}. */
+  private static void finishAll(RedisClient redis, String key) {
+    List<Map.Entry<String, List<StreamEntry>>> read = redis.xreadGroup("billing", "c",
+        XReadGroupParams.xReadGroupParams().count(1000), Map.of(key, StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY));
+    redis.xack(key, "billing", read.get(0).getValue().stream().map(StreamEntry::getID)
+        .toArray(StreamEntryID[]::new));
   }
 
   @Test
