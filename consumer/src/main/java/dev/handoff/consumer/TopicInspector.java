@@ -33,7 +33,9 @@ import javax.sql.DataSource;
  * (up to {@code statusScanLimit} entries); two grouped queries on the outbox's partial index of unpublished rows.
  * A {@code SCAN} of the key space runs once per call of {@link #topics()} or {@link #status(String)}.
  *
- * <p>Thread-safe. {@link #close()} closes its Redis connections, not the data source.
+ * <p>Thread-safe. {@link #close()} closes its Redis connections, not the data source. {@link #status} holds two
+ * connections of the data source at once (the topic's reads and a group's dead-letter count): a pool of one would
+ * wait for its own connection.
  */
 public interface TopicInspector extends AutoCloseable {
 
