@@ -10,8 +10,6 @@ import static dev.handoff.consumer.FailoverLedger.consumer;
 import static dev.handoff.consumer.FailoverLedger.count;
 import static dev.handoff.consumer.FailoverLedger.drain;
 import static dev.handoff.consumer.FailoverLedger.failoverReport;
-import static dev.handoff.consumer.FailoverLedger.keepEverything;
-import static dev.handoff.consumer.FailoverLedger.ledgerTables;
 import static dev.handoff.consumer.FailoverLedger.messageIds;
 import static dev.handoff.consumer.FailoverLedger.neverCharged;
 import static dev.handoff.consumer.FailoverLedger.orphans;
@@ -19,6 +17,7 @@ import static dev.handoff.consumer.FailoverLedger.outboxMessageIds;
 import static dev.handoff.consumer.FailoverLedger.pay;
 import static dev.handoff.consumer.FailoverLedger.pollTimes;
 import static dev.handoff.consumer.FailoverLedger.pool;
+import static dev.handoff.consumer.FailoverLedger.prepare;
 import static dev.handoff.consumer.FailoverLedger.relay;
 import static dev.handoff.consumer.FailoverLedger.stream;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -28,7 +27,6 @@ import dev.handoff.consumer.FailoverLedger.Producer;
 import dev.handoff.consumer.FailoverLedger.Rewound;
 import dev.handoff.consumer.TopicInspector.FailoverReport;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
-import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Health;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.Relay;
@@ -69,10 +67,7 @@ class DatabaseFailoverTest {
     try (StreamingReplication pg = StreamingReplication.start();
         HikariDataSource db = pool(pg);
         RedisClient redis = TestServers.newRedisClient(Duration.ofSeconds(2))) {
-      HandoffMigrations.migrate(db, SCHEMA);
-      ledgerTables(db);
-      Outbox outbox = Outbox.builder().schema(SCHEMA).build();
-      keepEverything(redis, prefix);
+      Outbox outbox = prepare(db, redis, prefix);
       Instant start = Instant.now().minusSeconds(60);
       try (LogCapture logs = LogCapture.start();
           Relay relay = relay(db, redis, prefix, rewinds).build();
@@ -176,10 +171,7 @@ class DatabaseFailoverTest {
     try (StreamingReplication pg = StreamingReplication.start();
         HikariDataSource db = pool(pg);
         RedisClient redis = TestServers.newRedisClient(Duration.ofSeconds(2))) {
-      HandoffMigrations.migrate(db, SCHEMA);
-      ledgerTables(db);
-      Outbox outbox = Outbox.builder().schema(SCHEMA).build();
-      keepEverything(redis, prefix);
+      Outbox outbox = prepare(db, redis, prefix);
       try (LogCapture logs = LogCapture.start();
           StreamConsumer refusing = consumer(db, prefix, "refusing", true)) {
         refusing.pollOnce();
@@ -244,10 +236,7 @@ class DatabaseFailoverTest {
     try (StreamingReplication pg = StreamingReplication.startSynchronous();
         HikariDataSource db = pool(pg);
         RedisClient redis = TestServers.newRedisClient(Duration.ofSeconds(2))) {
-      HandoffMigrations.migrate(db, SCHEMA);
-      ledgerTables(db);
-      Outbox outbox = Outbox.builder().schema(SCHEMA).build();
-      keepEverything(redis, prefix);
+      Outbox outbox = prepare(db, redis, prefix);
       try (Relay relay = relay(db, redis, prefix, rewinds).build();
           StreamConsumer billing = consumer(db, prefix, "billing", false);
           Producer producer = new Producer(db, outbox)) {

@@ -6,6 +6,7 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.consumer.TopicInspector.FailoverReport;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
+import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.RedisConnectionSpec;
@@ -133,6 +134,17 @@ final class FailoverLedger {
             rewinds.add(new Rewound(shard, entries));
           }
         });
+  }
+
+  /**
+   * handoff's schema and the ledger's tables on the new servers, and a group that keeps the stream whole; returns the
+   * outbox.
+   */
+  static Outbox prepare(DataSource db, RedisClient redis, String prefix) throws SQLException {
+    HandoffMigrations.migrate(db, SCHEMA);
+    ledgerTables(db);
+    keepEverything(redis, prefix);
+    return Outbox.builder().schema(SCHEMA).build();
   }
 
   /**
