@@ -101,6 +101,12 @@ final class RelayCommand implements Callable<Integer> {
           + " HANDOFF_TRIM_MARGIN; default ${DEFAULT-VALUE}: trim at once)")
   Duration trimMargin;
 
+  @Option(names = "--pause-on-database-rewind", defaultValue = "${env:HANDOFF_PAUSE_ON_DATABASE_REWIND:-false}",
+      description = "when the relay finds that the database went back in time (a failover to a lagging standby), stop"
+          + " publishing that shard until an operator runs handoff resume; default: report it and go on publishing"
+          + " (env HANDOFF_PAUSE_ON_DATABASE_REWIND)")
+  boolean pauseOnDatabaseRewind;
+
   @Option(names = "--metrics-port", defaultValue = "${env:HANDOFF_METRICS_PORT}",
       description = "serve /metrics (Prometheus text) and /health (200 when UP, else 503, with the reasons in JSON)"
           + " over HTTP on this port (env HANDOFF_METRICS_PORT; default: no HTTP server)")
@@ -160,7 +166,8 @@ final class RelayCommand implements Callable<Integer> {
           .drainTimeout(drainTimeout)
           .idlePollInterval(idlePollInterval)
           .backlogAgeThreshold(backlogAgeThreshold)
-          .trimMargin(trimMargin);
+          .trimMargin(trimMargin)
+          .pauseOnDatabaseRewind(pauseOnDatabaseRewind);
       if (listenDb != null) {
         builder.notificationDataSource(listenDb);
       }

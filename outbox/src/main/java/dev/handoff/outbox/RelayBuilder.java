@@ -59,6 +59,7 @@ public final class RelayBuilder {
   private boolean trimStreams = true;
   private int trimSlack = DEFAULT_TRIM_SLACK;
   private Duration trimMargin = Duration.ZERO;
+  private boolean pauseOnDatabaseRewind;
   private Duration retentionBudget;
   private Duration drainTimeout = DEFAULT_DRAIN_TIMEOUT;
   private RelayListener listener = RelayListener.NOOP;
@@ -202,6 +203,20 @@ public final class RelayBuilder {
   }
 
   /**
+   * What the relay does when it finds that the database went back in time (a failover to a standby that had not
+   * received the last commits; docs/guarantees.md#a-database-failover). By default (false) it reports it (ERROR
+   * line, metric, health {@code database-rewound}) and goes on publishing above the stream's top, so that new
+   * messages flow: stopping undoes nothing that was lost. With true it also stops publishing that shard, and every
+   * relay that takes the shard's lease stays stopped, until an operator has looked ({@code handoff
+   * failover-report}) and runs {@code handoff resume --topic T}, which clears the pause in the lease row; the relay
+   * looks each cycle while paused. Meanwhile the shard's rows wait in the outbox and health says which shards wait.
+   */
+  public RelayBuilder pauseOnDatabaseRewind(boolean pause) {
+    this.pauseOnDatabaseRewind = pause;
+    return this;
+  }
+
+  /**
    * How long one maintenance run may take in all (trims and purge), spent in slices of at most 50 ms between
    * publish cycles so that publishing goes on. Past it the run stops and its {@link RetentionReport} says what is
    * left. Defaults to half the maintenance interval.
@@ -328,7 +343,7 @@ public final class RelayBuilder {
         leaseTtl, minBatchSize, maxBatchSize, maxBatchBytes, idlePollInterval, outboxRetention,
         retentionBatchSize, maintenanceInterval, trimLimit, trimStreams, trimSlack, trimMargin,
         retentionBudget != null ? retentionBudget : half(maintenanceInterval), drainTimeout, listener, clock,
-        transport, listCapacity, backlogAgeThreshold);
+        transport, listCapacity, backlogAgeThreshold, pauseOnDatabaseRewind);
     if (meterRegistry == null) {
       return new DefaultRelay(dataSource, notificationDataSource, redis, config, faults);
     }

@@ -43,6 +43,8 @@ import java.util.Objects;
  *     lists hold together; the relay stops pushing there and the outbox holds the rest
  * @param backlogAgeThreshold {@link Relay#health()} reports {@code backlog-old} when the oldest unpublished row of
  *     a configured topic is older than this; {@link Duration#ZERO} (the default) turns the check off
+ * @param pauseOnDatabaseRewind whether the relay stops publishing a shard when it finds that the database went back
+ *     in time, until an operator runs {@code handoff resume}; false (the default) goes on publishing
  */
 public record RelayConfig(
     String schema,
@@ -67,7 +69,8 @@ public record RelayConfig(
     Clock clock,
     Transport transport,
     int listCapacity,
-    Duration backlogAgeThreshold) {
+    Duration backlogAgeThreshold,
+    boolean pauseOnDatabaseRewind) {
 
   public RelayConfig {
     SchemaNames.requireValid(schema);

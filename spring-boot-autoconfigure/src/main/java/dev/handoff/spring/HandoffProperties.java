@@ -235,6 +235,20 @@ public class HandoffProperties {
      */
     private Duration trimMargin = Duration.ZERO;
 
+    /**
+     * When the relay finds that the database went back in time (a failover to a lagging standby), stop publishing
+     * that shard until an operator runs handoff resume; false reports it and goes on publishing.
+     */
+    private boolean pauseOnDatabaseRewind = false;
+
+    public boolean isPauseOnDatabaseRewind() {
+      return pauseOnDatabaseRewind;
+    }
+
+    public void setPauseOnDatabaseRewind(boolean pauseOnDatabaseRewind) {
+      this.pauseOnDatabaseRewind = pauseOnDatabaseRewind;
+    }
+
     public Duration getTrimMargin() {
       return trimMargin;
     }

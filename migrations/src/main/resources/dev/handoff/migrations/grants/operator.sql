@@ -20,7 +20,10 @@ GRANT SELECT (id, message_id, topic, shard, created_at, published_at) ON :"schem
 GRANT SELECT ON :"schema".outbox_purged TO :"role";
 -- Status: which topics and shards exist (for this key prefix), who holds each lease, at which epoch, and whether it
 -- is live.
-GRANT SELECT (topic, shard, owner, epoch, key_prefix, expires_at) ON :"schema".relay_lease TO :"role";
+GRANT SELECT (topic, shard, owner, epoch, key_prefix, expires_at, paused_at, paused_reason) ON :"schema".relay_lease
+    TO :"role";
+-- handoff resume: lets the relays publish a shard again that they stopped after the database went back in time.
+GRANT UPDATE (paused_at, paused_reason) ON :"schema".relay_lease TO :"role";
 
 -- Dead letters: listed and counted, locked and marked retried by a retry; a retry requested for the running
 -- consumers to run (DeadLetterAdmin, `handoff dlq retry`: retry_requested_at only, the consumer role records the

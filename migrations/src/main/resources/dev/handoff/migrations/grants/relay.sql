@@ -23,7 +23,7 @@ GRANT SELECT (rows) ON :"schema".outbox_purged TO :"role";
 GRANT SELECT ON :"schema".relay_lease TO :"role";
 GRANT INSERT (topic, shard, key_prefix) ON :"schema".relay_lease TO :"role";
 GRANT UPDATE (owner, epoch, expires_at, last_ms, last_seq, batch_ids, batch_ms, batch_seq, watermark_ms,
-    watermark_seq, entries_added, updated_at) ON :"schema".relay_lease TO :"role";
+    watermark_seq, entries_added, updated_at, paused_at, paused_reason) ON :"schema".relay_lease TO :"role";
 
 -- Live relays, to split the shards: each heartbeats its row (INSERT ... ON CONFLICT (owner) DO UPDATE), forgets
 -- long-dead ones and removes its own when it stops.

@@ -55,7 +55,7 @@ final class CycleTransaction {
     Set<ShardId> withWork = pendingWork.shardsWithWork(c, owned.keySet());
     List<Wanted> wanted = new ArrayList<>();
     for (OwnedShard o : new ArrayList<>(owned.values())) {
-      if (o.checkAssigned) {
+      if (o.checkAssigned || o.paused) {
         continue;
       }
       if (!withWork.contains(o.id)) {

@@ -4,6 +4,12 @@ import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayConfig;
 import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.SortedSet;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,10 +31,42 @@ final class DatabaseRewinds {
   private final RelayConfig config;
   private final RelayListener listener;
   private volatile String finding;
+  /** Shards to stop publishing ({@code pauseOnDatabaseRewind}), with why: written by the next cycle. */
+  private final Map<ShardId, String> toPause = new ConcurrentHashMap<>();
 
   DatabaseRewinds(RelayConfig config) {
     this.config = config;
     this.listener = config.listener();
+  }
+
+  /** The shards this relay holds whose publishing is paused, as its last cycle saw them. */
+  private volatile Set<ShardId> paused = Set.of();
+
+  /** Records the owned shards whose publishing is paused, for health. */
+  void pausedNow(Set<ShardId> shards) {
+    this.paused = Set.copyOf(shards);
+  }
+
+  /** The owned shards whose publishing is paused, in order. */
+  SortedSet<ShardId> paused() {
+    return new TreeSet<>(paused);
+  }
+
+  /** Whether a rewind found on {@code shard} asks to stop publishing it, not yet taken. */
+  boolean pauseRequested(ShardId shard) {
+    return toPause.containsKey(shard);
+  }
+
+  /** Takes the shards to stop publishing, found since the last call, with why. */
+  Map<ShardId, String> takePausesRequested() {
+    Map<ShardId, String> out = new HashMap<>();
+    for (ShardId shard : toPause.keySet()) {
+      String why = toPause.remove(shard);
+      if (why != null) {
+        out.put(shard, why);
+      }
+    }
+    return out;
   }
 
   /** The last rewind found, as the health reason's text, or null. */
@@ -55,8 +93,13 @@ final class DatabaseRewinds {
         + " commits. The stream may hold messages of commits the database lost, and the consumers may have"
         + " acknowledged messages whose effects it lost; the relay goes on above the stream's top. What to check and"
         + " replay: docs/guarantees.md#a-database-failover";
-    log.error("relay {}: {}", config.owner(), detail);
+    log.error("relay {}: {}{}", config.owner(), detail, config.pauseOnDatabaseRewind()
+        ? " Publishing of " + shard + " stops until an operator runs handoff resume --topic " + shard.topic() + "."
+        : "");
     finding = detail;
+    if (config.pauseOnDatabaseRewind()) {
+      toPause.put(shard, detail);
+    }
     notifier.accept(() -> listener.databaseRewound(shard, unknown, detail));
     return true;
   }

@@ -215,6 +215,7 @@ final class LeaseKeeper {
     String key = streams.key(config.keyPrefix(), shard);
     OwnedShard o = new OwnedShard(shard, key, streams.relayKey(key), lease.epoch(), lease.entriesAdded(),
         config.minBatchSize());
+    o.paused = lease.paused(); // stopped after a database rewind, until an operator resumes it
     // Never assign below what the stream already holds, whoever wrote it.
     StreamId top = streams.lastGeneratedId(o.streamKey, o.relayKey);
     if (lease.entriesAdded() > 0 || top.compareTo(StreamId.ZERO) > 0) {

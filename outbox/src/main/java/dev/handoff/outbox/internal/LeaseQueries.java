@@ -20,7 +20,8 @@ final class LeaseQueries {
    * A lease as taken: its epoch, the database's record of the stream, and how many rows its pending batch holds (which
    * the stream may hold already, a relay having stopped between its XADD and its mark).
    */
-  record Lease(long epoch, StreamId lastAssigned, StreamId watermark, long entriesAdded, int pendingBatch) {}
+  record Lease(long epoch, StreamId lastAssigned, StreamId watermark, long entriesAdded, int pendingBatch,
+      boolean paused) {}
 
   private final String ensure;
   private final String otherPrefix;
@@ -31,9 +32,10 @@ final class LeaseQueries {
   private final String renewAll;
   private final String liveMembers;
   private final String leave;
+  private final String lease;
 
   LeaseQueries(String schema) {
-    String lease = schema + ".relay_lease";
+    this.lease = schema + ".relay_lease";
     String member = schema + ".relay_member";
     ensure = "INSERT INTO " + lease + " (topic, shard, key_prefix) VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
     // One schema, one key prefix: any row under another prefix refuses the relay before it creates a row of its
@@ -45,7 +47,7 @@ final class LeaseQueries {
         + " expires_at = clock_timestamp() + make_interval(secs => ?), updated_at = now()"
         + " WHERE topic = ? AND shard = ? AND (owner = ? OR owner IS NULL OR expires_at < clock_timestamp())"
         + " RETURNING epoch, last_ms, last_seq, watermark_ms, watermark_seq, entries_added,"
-        + " coalesce(cardinality(batch_ids), 0)";
+        + " coalesce(cardinality(batch_ids), 0), paused_at IS NOT NULL";
     release = "UPDATE " + lease + " SET owner = NULL, expires_at = '-infinity', updated_at = now()"
         + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ?";
     raiseLastAssigned = "UPDATE " + lease + " SET last_ms = ?, last_seq = ?, updated_at = now()"
@@ -114,7 +116,33 @@ final class LeaseQueries {
           return null;
         }
         return new Lease(rs.getLong(1), new StreamId(rs.getLong(2), rs.getLong(3)),
-            new StreamId(rs.getLong(4), rs.getLong(5)), rs.getLong(6), rs.getInt(7));
+            new StreamId(rs.getLong(4), rs.getLong(5)), rs.getLong(6), rs.getInt(7), rs.getBoolean(8));
+      }
+    }
+  }
+
+  /** Records in the lease row that publishing of {@code shard} stops, and why; kept if it was already set. */
+  void pause(Connection c, ShardId shard, String owner, long epoch, String reason) throws SQLException {
+    try (PreparedStatement ps = Statements.prepare(c, "UPDATE " + lease + " SET paused_at = coalesce(paused_at,"
+        + " now()), paused_reason = coalesce(paused_reason, ?), updated_at = now()"
+        + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ?")) {
+      ps.setString(1, reason);
+      ps.setString(2, shard.topic());
+      ps.setInt(3, shard.shard());
+      ps.setString(4, owner);
+      ps.setLong(5, epoch);
+      ps.executeUpdate();
+    }
+  }
+
+  /** Whether the lease row of {@code shard} still says that publishing is paused. */
+  boolean paused(Connection c, ShardId shard) throws SQLException {
+    try (PreparedStatement ps = Statements.prepare(c, "SELECT paused_at IS NOT NULL FROM " + lease
+        + " WHERE topic = ? AND shard = ?")) {
+      ps.setString(1, shard.topic());
+      ps.setInt(2, shard.shard());
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() && rs.getBoolean(1);
       }
     }
   }

@@ -17,6 +17,11 @@ final class OwnedShard {
   StreamId trimPoint = StreamId.ZERO;
   /** The stream's max-deleted-entry-id when the relay last looked (null: not yet), so a deletion is repaired once. */
   StreamId seenMaxDeleted;
+  /**
+   * Publishing stopped after the database went back in time, until an operator clears the pause in the lease row
+   * ({@code handoff resume}); read from the row when the lease is taken, checked every cycle while set.
+   */
+  volatile boolean paused;
 
   OwnedShard(ShardId id, String streamKey, String relayKey, long epoch, long confirmedAdded, int batchSize) {
     this.id = id;

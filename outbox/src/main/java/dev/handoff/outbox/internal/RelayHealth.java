@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.SortedSet;
 import redis.clients.jedis.exceptions.JedisException;
 
 /**
@@ -175,8 +176,13 @@ final class RelayHealth {
       reasons.add(new Health.Reason("backlog-old", relay + ": " + backlog));
     }
     String rewound = rewinds.finding();
-    if (rewound != null) {
-      reasons.add(new Health.Reason("database-rewound", relay + ": " + rewound));
+    SortedSet<ShardId> paused = rewinds.paused();
+    if (rewound != null || !paused.isEmpty()) {
+      String pausedText = paused.isEmpty() ? "" : " Publishing of " + paused + " is paused (pauseOnDatabaseRewind)"
+          + " until an operator runs handoff resume --topic for " + (paused.size() == 1 ? "it" : "them") + ".";
+      reasons.add(new Health.Reason("database-rewound", relay + ": "
+          + (rewound != null ? rewound : "the database went back in time before this relay took its shards.")
+          + pausedText));
     }
     return Health.of(reasons);
   }

@@ -43,6 +43,7 @@ final class ShardPublisher {
   private final BiConsumer<OwnedShard, String> lostHandler;
   private final Consumer<Runnable> notifier;
   private final RedisMemory memory;
+  private final RewindPauses pauses;
   /** Set by each cycle of {@link #publishOwned}: whether the next cycle should start without waiting. */
   private boolean mayHaveMore;
 
@@ -64,6 +65,7 @@ final class ShardPublisher {
     this.lostHandler = lostHandler;
     this.notifier = notifier;
     this.memory = memory;
+    this.pauses = new RewindPauses(config, leases, rewinds);
   }
 
   /** Whether the last cycle left work that may be waiting (a full batch, a re-send, a loss). */
@@ -99,8 +101,9 @@ final class ShardPublisher {
     int assigned = 0;
     ShardFailures failures = new ShardFailures();
     try (Connection c = connections.get()) {
+      pauses.sync(c, owned);
       for (OwnedShard o : new ArrayList<>(owned.values())) {
-        if (o.checkAssigned) {
+        if (o.checkAssigned && !o.paused) {
           PublishOutcome p = failures.attempt(o, () -> publishAssigned(c, o));
           if (p != null) {
             published += p.published;
@@ -118,8 +121,15 @@ final class ShardPublisher {
         throw e;
       }
       published += marks.applyAll(cycle.recorded());
+      pauses.sync(c, owned); // a rewind the marks just found stops its shard before its new batch goes out
       List<Assigned> batches = batchesOf(cycle);
       List<RedisTransport.Publish> writes = new ArrayList<>(batches.size());
+      batches.removeIf(a -> {
+        if (a.shard().paused) {
+          a.shard().checkAssigned = true; // the shard's pending batch: sent, with its IDs, once it resumes
+        }
+        return a.shard().paused;
+      });
       for (Assigned a : batches) {
         assigned += a.rows().size();
         faults.beforeStreamWrite(a.shard().id, a.rows().size());
@@ -217,6 +227,12 @@ final class ShardPublisher {
    */
   boolean sendAssigned(Connection c, OwnedShard o, long deadlineNanos) throws SQLException {
     marks.flush(c);
+    if (pauses.requested(o.id)) {
+      pauses.sync(c, owned); // recorded before the lease goes, so that the next owner stays stopped too
+    }
+    if (o.paused) {
+      return false; // stopped after a database rewind: what is assigned waits, with its IDs, for the resume
+    }
     o.checkAssigned = true;
     int idle = 0;
     while (o.checkAssigned && owned.containsKey(o.id) && System.nanoTime() < deadlineNanos && idle < 2) {
@@ -262,7 +278,7 @@ final class ShardPublisher {
     int published = 0;
     long republished = 0;
     int from = 0;
-    while (from < rows.size() && owned.containsKey(o.id)) {
+    while (from < rows.size() && owned.containsKey(o.id) && !pauses.requested(o.id)) {
       int to = from;
       long bytes = 0;
       while (to < rows.size()

@@ -83,6 +83,42 @@ class DatabaseRewindTest {
     assertPublishedOnceAboveTheGhosts(topic);
   }
 
+  @Test
+  void aRelayThatPausesOnARewindPublishesThatShardNoMoreUntilAnOperatorClearsThePause() throws Exception {
+    String topic = "paused";
+    List<Rewound> events = new CopyOnWriteArrayList<>();
+    try (LogCapture logs = LogCapture.start();
+        Relay relay = RelayTestSupport.relay(env, topic).owner("relay-pausing").pauseOnDatabaseRewind(true)
+            .listener(recorder(events)).build()) {
+      publishThenRewind(relay, topic, true);
+      relay.relayOnce(); // finds the rewind: its refused rows go back to the outbox, and the shard stops
+      relay.relayOnce();
+      relay.relayOnce();
+
+      assertThat(events).containsExactly(new Rewound(new ShardId(topic, 0), 5));
+      assertThat(RelayTestSupport.unpublished(env, topic)).isEqualTo(3);
+      assertThat(env.queryLong("select count(*) from relay_lease where topic = ? and paused_at is not null"
+          + " and paused_reason like '%the database went back in time%'", topic)).isEqualTo(1);
+      assertThat(logs.warnings()).anySatisfy(l -> assertThat(l).contains("Publishing of " + topic + ":0 stops"
+          + " until an operator runs handoff resume --topic " + topic + "."));
+    }
+    // Another relay taking the lease stays paused: the pause is in the lease row, not in the relay that found it.
+    try (Relay successor = RelayTestSupport.relay(env, topic).owner("relay-successor").pauseOnDatabaseRewind(true)
+        .build()) {
+      successor.start();
+      await().atMost(Duration.ofSeconds(20)).until(() -> successor.health().has("database-rewound"));
+      assertThat(successor.health().reasons()).singleElement().satisfies(r -> assertThat(r.message())
+          .contains("before this relay took its shards", "Publishing of [" + topic + ":0] is paused"));
+      assertThat(RelayTestSupport.unpublished(env, topic)).as("paused: nothing published").isEqualTo(3);
+
+      env.execute("UPDATE relay_lease SET paused_at = NULL, paused_reason = NULL WHERE topic = '" + topic + "'");
+      // It looks each cycle while paused: it sees the pause cleared, as handoff resume clears it, and publishes.
+      await().atMost(Duration.ofSeconds(20)).until(() -> RelayTestSupport.unpublished(env, topic) == 0);
+      await().atMost(Duration.ofSeconds(20)).until(() -> successor.health().status() == Health.Status.UP);
+    }
+    assertPublishedOnceAboveTheGhosts(topic);
+  }
+
   /**
    * Publishes 10 rows, remembers the database's record, publishes 5 more, then puts the database back as a standby
    * that had only the first 10 would be: the record and the 5 rows gone, the 5 entries still in the stream. Then 3

@@ -52,7 +52,8 @@ public final class RelayLifecycle implements SmartLifecycle {
           .drainTimeout(properties.getShutdownTimeout())
           .leaseTtl(properties.getRelay().getLeaseTtl())
           .idlePollInterval(properties.getRelay().getIdlePollInterval())
-          .trimMargin(properties.getRelay().getTrimMargin());
+          .trimMargin(properties.getRelay().getTrimMargin())
+          .pauseOnDatabaseRewind(properties.getRelay().isPauseOnDatabaseRewind());
       topics.forEach(builder::topic);
       metrics.accept(builder);
       Relay built = builder.build();

@@ -91,7 +91,8 @@ public final class RelayMetrics implements RelayListener {
     return new RelayConfig(c.schema(), c.keyPrefix(), c.topics(), c.owner(), c.leaseTtl(), c.minBatchSize(),
         c.maxBatchSize(), c.maxBatchBytes(), c.idlePollInterval(), c.outboxRetention(), c.retentionBatchSize(),
         c.maintenanceInterval(), c.trimLimit(), c.trimStreams(), c.trimSlack(), c.trimMargin(), c.retentionBudget(),
-        c.drainTimeout(), listener, c.clock(), c.transport(), c.listCapacity(), c.backlogAgeThreshold());
+        c.drainTimeout(), listener, c.clock(), c.transport(), c.listCapacity(), c.backlogAgeThreshold(),
+        c.pauseOnDatabaseRewind());
   }
 
   // ---- the gauges that need a query: refreshed on the schedule ------------------------------------------------

@@ -1,0 +1,65 @@
+package dev.handoff.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.handoff.migrations.HandoffGrants;
+import dev.handoff.testing.DatabaseRole;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.TestEnvironment;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/**
+ * {@code handoff resume} clears the pause a relay recorded in a lease row after a database rewind (DatabaseRewindTest
+ * shows the relay stopping and going on), as the operator's role, and says when there was nothing to resume.
+ */
+@HandoffTest
+class ResumeCommandTest {
+
+  private final TestEnvironment env;
+
+  ResumeCommandTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  private record Run(int exit, List<String> out, List<String> err) {}
+
+  private Run run(String jdbcUrl, String... args) {
+    List<String> all = new ArrayList<>(List.of("resume"));
+    all.addAll(List.of(args));
+    all.addAll(List.of("--jdbc-url", jdbcUrl, "--schema", env.schema()));
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CommandLine cli = HandoffCommand.commandLine();
+    cli.setOut(new PrintWriter(out, true));
+    cli.setErr(new PrintWriter(err, true));
+    int exit = cli.execute(all.toArray(String[]::new));
+    return new Run(exit, out.toString().lines().toList(), err.toString().lines().toList());
+  }
+
+  @Test
+  void clearsThePausedShardsOfTheTopicAsTheOperatorAndSaysWhenNoneWasPaused() {
+    env.execute("INSERT INTO relay_lease (topic, shard, key_prefix, paused_at, paused_reason) VALUES"
+        + " ('orders', 0, 'handoff', '2026-12-06T04:00:00Z', 'stream handoff:{orders:0} holds 5 entries that the"
+        + " relays added and the database does not record (...): the database went back in time, as after ...'),"
+        + " ('orders', 1, 'handoff', NULL, NULL), ('other', 0, 'handoff', now(), 'x')");
+
+    try (DatabaseRole operator = env.newRole().grant(HandoffGrants.Role.OPERATOR)) {
+      Run resumed = run(operator.jdbcUrl(), "--topic", "orders");
+
+      assertThat(resumed.exit()).as("stderr %s", resumed.err()).isZero();
+      assertThat(resumed.out()).containsExactly("resumed orders:0, paused since 2026-12-06T04:00:00Z: stream"
+          + " handoff:{orders:0} holds 5 entries that the relays added and the database does not record (...): the"
+          + " database went back in time");
+      assertThat(env.queryLong("SELECT count(*) FROM relay_lease WHERE paused_at IS NOT NULL")).isEqualTo(1);
+
+      Run again = run(operator.jdbcUrl(), "--topic", "orders", "--shard", "0");
+      assertThat(again.exit()).isEqualTo(HandoffCommand.CHECK_FAILED);
+      assertThat(again.out()).containsExactly("no shard of topic orders shard 0 was paused");
+    }
+  }
+}
