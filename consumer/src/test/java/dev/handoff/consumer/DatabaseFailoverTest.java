@@ -35,6 +35,8 @@ import dev.handoff.outbox.StreamFormat;
 import dev.handoff.testing.LogCapture;
 import dev.handoff.testing.StreamingReplication;
 import dev.handoff.testing.TestServers;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
@@ -69,8 +71,9 @@ class DatabaseFailoverTest {
         RedisClient redis = TestServers.newRedisClient(Duration.ofSeconds(2))) {
       Outbox outbox = prepare(db, redis, prefix);
       Instant start = Instant.now().minusSeconds(60);
+      MeterRegistry meters = new SimpleMeterRegistry();
       try (LogCapture logs = LogCapture.start();
-          Relay relay = relay(db, redis, prefix, rewinds).build();
+          Relay relay = relay(db, redis, prefix, rewinds).meterRegistry(meters).build();
           StreamConsumer billing = consumer(db, prefix, "billing", false);
           StreamConsumer refusing = consumer(db, prefix, "refusing", true);
           StreamConsumer applying = consumer(db, prefix, "applying", false)) {
@@ -114,6 +117,7 @@ class DatabaseFailoverTest {
         assertThat(logs.warnings()).filteredOn(l -> l.contains("the database went back in time")).singleElement()
             .asString().startsWith("ERROR").contains("(Redis counts 60 added, the database 40)");
         assertThat(relay.health().reasons()).extracting(Health.Reason::code).contains("database-rewound");
+        assertThat(meters.get("handoff.relay.database.rewound").counter().count()).isEqualTo(20);
         List<StreamEntry> entries = redis.xrange(stream(prefix), (StreamEntryID) null, (StreamEntryID) null);
         assertThat(entries).hasSize(65);
         assertThat(entries.stream().map(e -> e.getFields().get(StreamFormat.MESSAGE_ID)).distinct()).hasSize(65);
