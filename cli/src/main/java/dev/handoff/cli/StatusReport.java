@@ -37,6 +37,13 @@ final class StatusReport {
           entry(s.firstEntryId(), s.firstEntryAge()), entry(s.lastEntryId(), s.lastEntryAge()))
           + (cluster ? "  " + s.node() + " (" + s.slot() + ")" : ""));
     }
+    for (TopicStatus.ShardStatus s : t.shards()) {
+      if (s.pausedSince() != null) {
+        out.add("  shard " + s.shard() + " PAUSED since " + s.pausedSince() + ": the relay found that the database"
+            + " went back in time; handoff failover-report --topic " + t.topic() + " shows what it cost, handoff"
+            + " resume --topic " + t.topic() + " lets it publish again");
+      }
+    }
     if (t.streamGroups().isEmpty() && t.transports().contains(Transport.STREAM)) {
       out.add("  no consumer groups on the streams");
     }
@@ -84,6 +91,7 @@ final class StatusReport {
       lease.put("epoch", s.leaseEpoch());
       lease.put("expiresAt", s.leaseExpiresAt() == null ? null : s.leaseExpiresAt().toString());
       lease.put("live", s.leaseLive());
+      lease.put("pausedSince", s.pausedSince() == null ? null : s.pausedSince().toString());
       x.put("lease", lease);
       Map<String, Object> stream = new LinkedHashMap<>();
       stream.put("key", s.streamKey());

@@ -15,7 +15,8 @@ import picocli.CommandLine;
 
 /**
  * {@code handoff resume} clears the pause a relay recorded in a lease row after a database rewind (DatabaseRewindTest
- * shows the relay stopping and going on), as the operator's role, and says when there was nothing to resume.
+ * shows the relay stopping and going on), as the operator's role, and says when there was nothing to resume;
+ * {@code handoff status} shows the paused shard until then.
  */
 @HandoffTest
 class ResumeCommandTest {
@@ -29,7 +30,16 @@ class ResumeCommandTest {
   private record Run(int exit, List<String> out, List<String> err) {}
 
   private Run run(String jdbcUrl, String... args) {
-    List<String> all = new ArrayList<>(List.of("resume"));
+    return runCommand("resume", jdbcUrl, args);
+  }
+
+  private Run status(String jdbcUrl) {
+    return runCommand("status", jdbcUrl, "--topic", "orders", "--redis-url", env.redisUri().toString(),
+        "--key-prefix", env.keyPrefix());
+  }
+
+  private Run runCommand(String command, String jdbcUrl, String... args) {
+    List<String> all = new ArrayList<>(List.of(command));
     all.addAll(List.of(args));
     all.addAll(List.of("--jdbc-url", jdbcUrl, "--schema", env.schema()));
     StringWriter out = new StringWriter();
@@ -44,11 +54,18 @@ class ResumeCommandTest {
   @Test
   void clearsThePausedShardsOfTheTopicAsTheOperatorAndSaysWhenNoneWasPaused() {
     env.execute("INSERT INTO relay_lease (topic, shard, key_prefix, paused_at, paused_reason) VALUES"
-        + " ('orders', 0, 'handoff', '2026-12-06T04:00:00Z', 'stream handoff:{orders:0} holds 5 entries that the"
-        + " relays added and the database does not record (...): the database went back in time, as after ...'),"
-        + " ('orders', 1, 'handoff', NULL, NULL), ('other', 0, 'handoff', now(), 'x')");
+        + " ('orders', 0, '" + env.keyPrefix() + "', '2026-12-06T04:00:00Z', 'stream handoff:{orders:0} holds 5"
+        + " entries that the relays added and the database does not record (...): the database went back in time,"
+        + " as after ...'), ('orders', 1, '" + env.keyPrefix() + "', NULL, NULL),"
+        + " ('other', 0, '" + env.keyPrefix() + "', now(), 'x')");
 
     try (DatabaseRole operator = env.newRole().grant(HandoffGrants.Role.OPERATOR)) {
+      Run paused = status(operator.jdbcUrl());
+      assertThat(paused.exit()).as("stderr %s", paused.err()).isZero();
+      assertThat(paused.out()).filteredOn(l -> l.contains("PAUSED")).containsExactly("  shard 0 PAUSED since"
+          + " 2026-12-06T04:00:00Z: the relay found that the database went back in time; handoff failover-report"
+          + " --topic orders shows what it cost, handoff resume --topic orders lets it publish again");
+
       Run resumed = run(operator.jdbcUrl(), "--topic", "orders");
 
       assertThat(resumed.exit()).as("stderr %s", resumed.err()).isZero();
@@ -56,6 +73,7 @@ class ResumeCommandTest {
           + " handoff:{orders:0} holds 5 entries that the relays added and the database does not record (...): the"
           + " database went back in time");
       assertThat(env.queryLong("SELECT count(*) FROM relay_lease WHERE paused_at IS NOT NULL")).isEqualTo(1);
+      assertThat(status(operator.jdbcUrl()).out()).noneMatch(l -> l.contains("PAUSED"));
 
       Run again = run(operator.jdbcUrl(), "--topic", "orders", "--shard", "0");
       assertThat(again.exit()).isEqualTo(HandoffCommand.CHECK_FAILED);

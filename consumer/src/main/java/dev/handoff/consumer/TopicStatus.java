@@ -67,9 +67,11 @@ public record TopicStatus(String topic, Instant at, Set<Transport> transports, L
    * @param slot on a Redis Cluster, the hash slot of the shard's keys (all of them are in one); -1 on one server
    * @param node on a Redis Cluster, the master that serves the slot ({@code host:port}) when read; {@code null} on
    *     one server
+   * @param pausedSince when a relay stopped publishing the shard after finding that the database went back in time
+   *     ({@code pauseOnDatabaseRewind}), until {@code handoff resume}; {@code null} while it publishes
    */
   public record ShardStatus(int shard, long outboxDepth, Duration oldestUnpublishedAge, String leaseOwner,
       long leaseEpoch, Instant leaseExpiresAt, boolean leaseLive, String streamKey, boolean streamExists,
       long streamLength, String firstEntryId, Duration firstEntryAge, String lastEntryId, Duration lastEntryAge,
-      int slot, String node) {}
+      int slot, String node, Instant pausedSince) {}
 }

@@ -88,8 +88,9 @@ public final class DefaultTopicInspector implements TopicInspector {
           + ".outbox WHERE topic = ? AND published_at IS NULL GROUP BY shard", topic,
           rs -> new Object[] {rs.getLong(2), rs.getTimestamp(3)});
       Map<Integer, Object[]> leases = perShard(c, "SELECT shard, owner, epoch, expires_at,"
-          + " expires_at > clock_timestamp() FROM " + schema + ".relay_lease WHERE topic = ?", topic,
-          rs -> new Object[] {rs.getString(2), rs.getLong(3), rs.getTimestamp(4), rs.getBoolean(5)});
+          + " expires_at > clock_timestamp(), paused_at FROM " + schema + ".relay_lease WHERE topic = ?", topic,
+          rs -> new Object[] {rs.getString(2), rs.getLong(3), rs.getTimestamp(4), rs.getBoolean(5),
+              rs.getTimestamp(6)});
       SortedSet<Integer> known = new TreeSet<>(found.shards().getOrDefault(topic, new TreeSet<>()));
       known.addAll(depth.keySet());
       int shardCount = known.isEmpty() ? 0 : known.last() + 1;
@@ -168,7 +169,8 @@ public final class DefaultTopicInspector implements TopicInspector {
         oldest == null ? null : nonNegative(Duration.between(oldest.toInstant(), now)),
         lease == null ? null : (String) lease[0], lease == null ? 0 : (Long) lease[1],
         expires == null ? null : expires.toInstant(), lease != null && (Boolean) lease[3], key, exists, length,
-        first, age(first, now), last, age(last, now), slotOf(key), nodeOf(key));
+        first, age(first, now), last, age(last, now), slotOf(key), nodeOf(key),
+        lease == null || lease[4] == null ? null : ((Timestamp) lease[4]).toInstant());
   }
 
   private int slotOf(String key) {
