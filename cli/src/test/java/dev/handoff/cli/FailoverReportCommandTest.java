@@ -12,13 +12,10 @@ import dev.handoff.outbox.TopicConfig;
 import dev.handoff.testing.DatabaseRole;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.sql.Connection;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
 
 /**
  * {@code handoff failover-report}, in-process, on the state a failover to a standby that lacked the last commits
@@ -35,20 +32,12 @@ class FailoverReportCommandTest {
     this.env = env;
   }
 
-  private record Run(int exit, List<String> out, List<String> err) {}
-
-  private Run run(String jdbcUrl, String... args) {
+  private InProcessRun run(String jdbcUrl, String... args) {
     List<String> all = new ArrayList<>(List.of("failover-report"));
     all.addAll(List.of(args));
     all.addAll(List.of("--jdbc-url", jdbcUrl, "--schema", env.schema(), "--redis-url", env.redisUri().toString(),
         "--key-prefix", env.keyPrefix()));
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine cli = HandoffCommand.commandLine();
-    cli.setOut(new PrintWriter(out, true));
-    cli.setErr(new PrintWriter(err, true));
-    int exit = cli.execute(all.toArray(String[]::new));
-    return new Run(exit, out.toString().lines().toList(), err.toString().lines().toList());
+    return InProcessRun.of(all);
   }
 
   private List<AppendedMessage> publish(String topic, int n) throws Exception {
@@ -85,7 +74,7 @@ class FailoverReportCommandTest {
     String key = StreamFormat.streamKey(env.keyPrefix(), "ledger", 0);
     assertThat(env.redis().xlen(key)).isEqualTo(12);
 
-    Run all = run(env.postgres().jdbcUrl(), "--topic", "ledger");
+    InProcessRun all = run(env.postgres().jdbcUrl(), "--topic", "ledger");
 
     assertThat(all.exit()).as("stderr %s", all.err()).isEqualTo(HandoffCommand.CHECK_FAILED);
     assertThat(all.out()).containsExactly(
@@ -96,14 +85,14 @@ class FailoverReportCommandTest {
         "ghosts were never committed by this database: a consumer that shares it and refuses ghosts dead-lettered"
             + " them; any other may have applied them (docs/guarantees.md#a-database-failover)");
 
-    Run one = run(env.postgres().jdbcUrl(), "--topic", "ledger", "--list", "1", "--json");
+    InProcessRun one = run(env.postgres().jdbcUrl(), "--topic", "ledger", "--list", "1", "--json");
     assertThat(one.exit()).isEqualTo(HandoffCommand.CHECK_FAILED);
     assertThat(one.out()).singleElement().asString().contains("\"clean\":false", "\"ghosts\":3",
         "\"ghostIds\":[\"" + m.get(0).messageId() + "\"]", "\"publishedTwice\":2");
 
     // The operator's role has exactly what the report reads.
     try (DatabaseRole operator = env.newRole().grant(HandoffGrants.Role.OPERATOR)) {
-      Run asOperator = run(operator.jdbcUrl(), "--topic", "ledger");
+      InProcessRun asOperator = run(operator.jdbcUrl(), "--topic", "ledger");
       assertThat(asOperator.err()).isEmpty();
       assertThat(asOperator.out()).isEqualTo(all.out());
     }
@@ -113,7 +102,7 @@ class FailoverReportCommandTest {
   void aStreamWithNeitherPassesTheCheck() throws Exception {
     publish("clean", 5);
 
-    Run r = run(env.postgres().jdbcUrl(), "--topic", "clean");
+    InProcessRun r = run(env.postgres().jdbcUrl(), "--topic", "clean");
 
     assertThat(r.exit()).isZero();
     assertThat(r.out()).containsExactly("topic clean: 1 stream(s), 5 entries read: 0 ghost(s), 0 message(s)"

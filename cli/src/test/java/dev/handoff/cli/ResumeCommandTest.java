@@ -6,12 +6,9 @@ import dev.handoff.migrations.HandoffGrants;
 import dev.handoff.testing.DatabaseRole;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
 
 /**
  * {@code handoff resume} clears the pause a relay recorded in a lease row after a database rewind (DatabaseRewindTest
@@ -27,28 +24,20 @@ class ResumeCommandTest {
     this.env = env;
   }
 
-  private record Run(int exit, List<String> out, List<String> err) {}
-
-  private Run run(String jdbcUrl, String... args) {
+  private InProcessRun run(String jdbcUrl, String... args) {
     return runCommand("resume", jdbcUrl, args);
   }
 
-  private Run status(String jdbcUrl) {
+  private InProcessRun status(String jdbcUrl) {
     return runCommand("status", jdbcUrl, "--topic", "orders", "--redis-url", env.redisUri().toString(),
         "--key-prefix", env.keyPrefix());
   }
 
-  private Run runCommand(String command, String jdbcUrl, String... args) {
+  private InProcessRun runCommand(String command, String jdbcUrl, String... args) {
     List<String> all = new ArrayList<>(List.of(command));
     all.addAll(List.of(args));
     all.addAll(List.of("--jdbc-url", jdbcUrl, "--schema", env.schema()));
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine cli = HandoffCommand.commandLine();
-    cli.setOut(new PrintWriter(out, true));
-    cli.setErr(new PrintWriter(err, true));
-    int exit = cli.execute(all.toArray(String[]::new));
-    return new Run(exit, out.toString().lines().toList(), err.toString().lines().toList());
+    return InProcessRun.of(all);
   }
 
   @Test
@@ -60,13 +49,13 @@ class ResumeCommandTest {
         + " ('other', 0, '" + env.keyPrefix() + "', now(), 'x')");
 
     try (DatabaseRole operator = env.newRole().grant(HandoffGrants.Role.OPERATOR)) {
-      Run paused = status(operator.jdbcUrl());
+      InProcessRun paused = status(operator.jdbcUrl());
       assertThat(paused.exit()).as("stderr %s", paused.err()).isZero();
       assertThat(paused.out()).filteredOn(l -> l.contains("PAUSED")).containsExactly("  shard 0 PAUSED since"
           + " 2026-12-06T04:00:00Z: the relay found that the database went back in time; handoff failover-report"
           + " --topic orders shows what it cost, handoff resume --topic orders lets it publish again");
 
-      Run resumed = run(operator.jdbcUrl(), "--topic", "orders");
+      InProcessRun resumed = run(operator.jdbcUrl(), "--topic", "orders");
 
       assertThat(resumed.exit()).as("stderr %s", resumed.err()).isZero();
       assertThat(resumed.out()).containsExactly("resumed orders:0, paused since 2026-12-06T04:00:00Z: stream"
@@ -75,7 +64,7 @@ class ResumeCommandTest {
       assertThat(env.queryLong("SELECT count(*) FROM relay_lease WHERE paused_at IS NOT NULL")).isEqualTo(1);
       assertThat(status(operator.jdbcUrl()).out()).noneMatch(l -> l.contains("PAUSED"));
 
-      Run again = run(operator.jdbcUrl(), "--topic", "orders", "--shard", "0");
+      InProcessRun again = run(operator.jdbcUrl(), "--topic", "orders", "--shard", "0");
       assertThat(again.exit()).isEqualTo(HandoffCommand.CHECK_FAILED);
       assertThat(again.out()).containsExactly("no shard of topic orders shard 0 was paused");
     }

@@ -105,9 +105,9 @@ final class FailoverLedger {
           tx.commit();
           committed = ++next;
         } catch (SQLException | RuntimeException e) {
-          try {
-            Thread.sleep(50); // the database is failing over; the same payment again
-          } catch (InterruptedException stop) {
+          // The database is failing over: the same payment again. No pause of its own is needed: while no server
+          // accepts writes, the pool's getConnection waits (up to its connection timeout) for one that does.
+          if (Thread.currentThread().isInterrupted()) {
             return;
           }
         }

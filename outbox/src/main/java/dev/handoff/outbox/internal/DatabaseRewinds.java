@@ -59,6 +59,9 @@ final class DatabaseRewinds {
 
   /** Takes the shards to stop publishing, found since the last call, with why. */
   Map<ShardId, String> takePausesRequested() {
+    if (toPause.isEmpty()) {
+      return Map.of(); // every cycle asks: nothing to allocate in the usual case
+    }
     Map<ShardId, String> out = new HashMap<>();
     for (ShardId shard : toPause.keySet()) {
       String why = toPause.remove(shard);

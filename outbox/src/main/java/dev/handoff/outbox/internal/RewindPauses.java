@@ -37,14 +37,12 @@ final class RewindPauses {
     return rewinds.pauseRequested(shard);
   }
 
+  /**
+   * Records the pauses asked since the last call and looks whether an operator cleared those already recorded: once
+   * at the start of each cycle. No database call while no shard is or should be paused.
+   */
   void sync(Connection c, Map<ShardId, OwnedShard> owned) throws SQLException {
-    for (Map.Entry<ShardId, String> pause : rewinds.takePausesRequested().entrySet()) {
-      OwnedShard o = owned.get(pause.getKey());
-      if (o != null) {
-        leases.pause(c, o.id, config.owner(), o.epoch, pause.getValue());
-        o.paused = true;
-      }
-    }
+    applyRequested(c, owned);
     Set<ShardId> stillPaused = new HashSet<>();
     for (OwnedShard o : pausedOf(owned.values())) {
       if (leases.paused(c, o.id)) {
@@ -56,6 +54,20 @@ final class RewindPauses {
       }
     }
     rewinds.pausedNow(stillPaused);
+  }
+
+  /**
+   * Records the pauses asked since the last call, without looking for cleared ones: within a cycle, right after the
+   * marks that may have found a rewind, so that the shard's new batch does not go out.
+   */
+  void applyRequested(Connection c, Map<ShardId, OwnedShard> owned) throws SQLException {
+    for (Map.Entry<ShardId, String> pause : rewinds.takePausesRequested().entrySet()) {
+      OwnedShard o = owned.get(pause.getKey());
+      if (o != null) {
+        leases.pause(c, o.id, config.owner(), o.epoch, pause.getValue());
+        o.paused = true;
+      }
+    }
   }
 
   private static Collection<OwnedShard> pausedOf(Collection<OwnedShard> owned) {

@@ -121,7 +121,7 @@ final class ShardPublisher {
         throw e;
       }
       published += marks.applyAll(cycle.recorded());
-      pauses.sync(c, owned); // a rewind the marks just found stops its shard before its new batch goes out
+      pauses.applyRequested(c, owned); // a rewind the marks just found stops its shard before its batch goes out
       List<Assigned> batches = batchesOf(cycle);
       List<RedisTransport.Publish> writes = new ArrayList<>(batches.size());
       batches.removeIf(a -> {
@@ -228,7 +228,7 @@ final class ShardPublisher {
   boolean sendAssigned(Connection c, OwnedShard o, long deadlineNanos) throws SQLException {
     marks.flush(c);
     if (pauses.requested(o.id)) {
-      pauses.sync(c, owned); // recorded before the lease goes, so that the next owner stays stopped too
+      pauses.applyRequested(c, owned); // recorded before the lease goes, so that the next owner stays stopped too
     }
     if (o.paused) {
       return false; // stopped after a database rewind: what is assigned waits, with its IDs, for the resume
