@@ -15,8 +15,10 @@ import redis.clients.jedis.UnifiedJedis;
  * assigned before and above the stream's own last ID, and commits it. Only then does it add the entries with those
  * IDs. Redis refuses an ID that is not above the stream's top, so re-sending a batch after a crash, a pause or a
  * takeover cannot add an entry twice; a refused ID whose entry is present counts as published, and one whose entry
- * is absent gets a fresh ID (an anomaly, reported). On streams a database transaction is never held across a Redis
- * call; on lists one is: the capacity check of a list (one script call) runs inside the cycle's transaction.
+ * is absent gets a fresh ID (an anomaly, reported). No Redis write runs inside a database transaction. A cycle's
+ * transaction does wait on Redis reads: on lists, each list's free room (one script call, before it locks anything);
+ * on streams, after an anomaly, the stream's top and oldest entry ({@code XINFO STREAM}) before the refused rows get
+ * fresh IDs.
  *
  * <p>Guarantees: every committed row reaches its stream once (while Redis keeps its data; if Redis loses a stream,
  * the rows at or above the trim watermark are published again with their original IDs and consumers' inboxes absorb
@@ -37,8 +39,10 @@ public interface Relay extends AutoCloseable {
   /**
    * Starts building a relay.
    *
-   * @param dataSource connections to the database holding the outbox; the relay keeps one open for LISTEN, borrows
-   *     one at a time for its cycles, and one more now and then for its lease renewals, its metrics and its checks
+   * @param dataSource connections to the database holding the outbox; the relay keeps one open for LISTEN (unless
+   *     {@link RelayBuilder#notificationDataSource} gives another source) and borrows one at a time for its cycles;
+   *     its lease renewals, metric refreshes and LISTEN checks each borrow their own on their own threads, so up to
+   *     five may be out at once (four with a notification source of its own)
    * @param redis the Redis client (for example {@code RedisClient}); shared, never closed by the relay
    */
   static RelayBuilder builder(DataSource dataSource, UnifiedJedis redis) {
