@@ -4,7 +4,7 @@
 -- Run with psql:    psql -v schema=handoff -v role=relay -f relay.sql
 -- or from Java:     HandoffGrants.apply(dataSource, HandoffGrants.Role.RELAY, "handoff", "relay")
 -- The role itself (CREATE ROLE ... LOGIN) is yours; these statements only grant, and granting twice is harmless.
--- LISTEN, pg_notify and the look at pg_class's statistics need no grant.
+-- LISTEN, pg_notify and the advisory locks of the wake-up need no grant.
 
 GRANT USAGE ON SCHEMA :"schema" TO :"role";
 
