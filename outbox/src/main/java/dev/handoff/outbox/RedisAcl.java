@@ -131,7 +131,9 @@ public final class RedisAcl {
 
   /**
    * The rule of the operator's commands, on both transports: status, the inbox purge, dead-letter list and retry
-   * (which need only the database). Read-only.
+   * (which need only the database). Read-only. It has no {@code SCAN}, so status finds topics and shards in the
+   * relay's lease rows only: Redis refuses its scan for keys whose lease rows are gone. Add {@code +scan} to see
+   * those.
    */
   public static String operator(String keyPrefix) {
     return rule(keyPrefix, OPERATOR);
