@@ -3,7 +3,6 @@ package dev.handoff.consumer;
 import dev.handoff.consumer.internal.JooqHandlers;
 import dev.handoff.consumer.internal.SettleOptions;
 import dev.handoff.consumer.internal.micrometer.ConsumerMetrics;
-import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.migrations.SchemaNames;
 import dev.handoff.outbox.StreamFormat;
@@ -238,9 +237,8 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   }
 
   /**
-   * Test seam: a hook called where a crash matters (inside the batch transaction, and after its commit before the
-   * acknowledgement), so that a test or a demo can kill a worker there with a
-   * {@link dev.handoff.outbox.testkit.SimulatedCrash}; see {@link ConsumerFaults}. Not for production use.
+   * A hook called where a crash matters (inside the batch transaction, and after its commit before the
+   * acknowledgement), so that a test or a demo can freeze, fail or end a worker there; see {@link ConsumerFaults}.
    * Defaults to {@link ConsumerFaults#NONE}.
    */
   public B faults(ConsumerFaults faults) {

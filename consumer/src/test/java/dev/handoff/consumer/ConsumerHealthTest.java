@@ -2,7 +2,6 @@ package dev.handoff.consumer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.AppendedMessage;
 import dev.handoff.outbox.Health;

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.handoff.consumer.internal.ListQueues;
-import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.Message;
@@ -15,6 +14,7 @@ import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.testkit.SimulatedCrash;
 import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.LogCapture;
 import dev.handoff.testing.TestEnvironment;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -130,7 +130,7 @@ class ListConsumerTest {
   }
 
   @Test
-  void aWorkerThreadThatDiesInsideALiveConsumerHasItsElementsReaped() throws Exception {
+  void aWorkerThreadThatDiesInsideALiveConsumerIsReplacedAndItsElementsAreHandledOnce() throws Exception {
     Fixture f = new Fixture(env, "worker-died");
     List<UUID> ids = append(f.topic, 3, i -> "m");
     try (Relay relay = relay(f.topic, 100).build()) {
@@ -139,25 +139,20 @@ class ListConsumerTest {
     String list = list(f.topic);
     java.util.concurrent.atomic.AtomicBoolean died = new java.util.concurrent.atomic.AtomicBoolean();
     // A group of its own: the other tests count the markers of group "g".
-    // A short TTL for this one: its dead worker's heartbeat running out is what hands the elements back.
-    try (ListConsumer survivorProcess = consumer(f).group("died").heartbeatTtl(Duration.ofMillis(600))
-        .heartbeatInterval(Duration.ofMillis(150))
-        .handler(f.effect("died", null)).consumerName("a").workers(1).faults(point -> {
-        if (point == ConsumerFaults.Point.BEFORE_COMMIT && died.compareAndSet(false, true)) {
-          throw new SimulatedCrash("worker thread dies inside a live process");
-        }
-      }).build()) {
-      survivorProcess.start();
-      await().atMost(Duration.ofSeconds(10)).untilTrue(died);
-      assertThat(env.redis().llen(ListFormat.processingKey(list, "a-0"))).isEqualTo(3);
-
-      // The process (and its housekeeping thread) lives on; another consumer still gets the elements.
-      try (ListConsumer other = consumer(f).group("died").handler(f.effect("died", null)).consumerName("b")
-          .build()) {
-        other.start();
-        await().atMost(Duration.ofSeconds(15)).until(() -> f.effectCount("died") == 3);
-      }
-      assertThat(env.redis().llen(ListFormat.processingKey(list, "a-0"))).isZero();
+    try (LogCapture logs = LogCapture.start();
+        ListConsumer live = consumer(f).group("died").heartbeatInterval(Duration.ofMillis(150))
+            .handler(f.effect("died", null)).consumerName("a").workers(1).faults(point -> {
+              if (point == ConsumerFaults.Point.BEFORE_COMMIT && died.compareAndSet(false, true)) {
+                throw new SimulatedCrash("worker thread dies inside a live process");
+              }
+            }).build()) {
+      live.start();
+      // The consumer's worker check gives the worker a new thread, which reads its processing list again.
+      await().atMost(Duration.ofSeconds(15)).until(() -> f.effectCount("died") == 3
+          && env.redis().llen(ListFormat.processingKey(list, "a-0")) == 0);
+      assertThat(died).isTrue();
+      assertThat(logs.warnings()).filteredOn(l -> l.startsWith("ERROR") && l.contains("died; starting a new thread"))
+          .hasSize(1);
     }
     for (UUID id : ids) {
       assertThat(f.effectCount("died", id)).isEqualTo(1);

@@ -3,8 +3,6 @@ package dev.handoff.outbox;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.internal.DefaultRelay;
 import dev.handoff.outbox.internal.micrometer.RelayMetrics;
-import dev.handoff.outbox.testkit.RelayFaults;
-import dev.handoff.outbox.testkit.SimulatedCrash;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -324,9 +322,8 @@ public final class RelayBuilder {
   }
 
   /**
-   * Test seam: fault hooks called at the relay's crash points, so that a test (or a demo) can kill the relay where
-   * it matters; see {@link RelayFaults} and {@link SimulatedCrash}. Not for production use. Defaults to
-   * {@link RelayFaults#NONE}.
+   * Hooks called at the relay's crash points, so that a test (or a demo) can freeze, fail or end the relay where it
+   * matters; see {@link RelayFaults}. Defaults to {@link RelayFaults#NONE}.
    */
   public RelayBuilder faults(RelayFaults faults) {
     this.faults = Objects.requireNonNull(faults, "faults");

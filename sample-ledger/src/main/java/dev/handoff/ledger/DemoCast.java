@@ -1,9 +1,9 @@
 package dev.handoff.ledger;
 
-import dev.handoff.consumer.testkit.ConsumerFaults;
+import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayBuilder;
-import dev.handoff.outbox.testkit.RelayFaults;
+import dev.handoff.outbox.RelayFaults;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;

@@ -1,10 +1,10 @@
 package dev.handoff.ledger;
 
-import dev.handoff.consumer.testkit.ConsumerFaults;
+import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.Relay;
+import dev.handoff.outbox.RelayFaults;
 import dev.handoff.outbox.ShardId;
-import dev.handoff.outbox.testkit.RelayFaults;
 import dev.handoff.outbox.testkit.SimulatedCrash;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -104,8 +104,9 @@ final class DemoFaults {
       } else {
         ledgerA.close(Duration.ofSeconds(10));
         cast.ledger("ledger-a2").start();
-        log.event("ledger-a replaced by ledger-a2: the dead worker's pending entries are claimed after minIdle"
-            + " (%s)", seconds(config.minIdle()));
+        log.event("ledger-a replaced by ledger-a2: the dead worker's pending entries are read again by the thread"
+            + " ledger-a's worker check started, or claimed by ledger-a2 after minIdle (%s); the inbox makes them"
+            + " duplicates either way", seconds(config.minIdle()));
       }
     }
   }

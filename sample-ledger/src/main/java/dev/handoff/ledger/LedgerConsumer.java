@@ -1,6 +1,7 @@
 package dev.handoff.ledger;
 
 import dev.handoff.consumer.ConsumerBuilder;
+import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.ConsumerListener;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.FailureIsolation;
@@ -10,7 +11,6 @@ import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.ListConsumerBuilder;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.StreamConsumerBuilder;
-import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.Transport;
@@ -18,10 +18,10 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.Set;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

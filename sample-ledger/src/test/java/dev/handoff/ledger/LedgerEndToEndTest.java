@@ -3,10 +3,10 @@ package dev.handoff.ledger;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
-import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.Relay;

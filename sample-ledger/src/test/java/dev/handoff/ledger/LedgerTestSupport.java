@@ -1,6 +1,6 @@
 package dev.handoff.ledger;
 
-import dev.handoff.consumer.testkit.ConsumerFaults;
+import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.ledger.cli.LedgerCli;
 import dev.handoff.outbox.Relay;
 import dev.handoff.testing.TestEnvironment;

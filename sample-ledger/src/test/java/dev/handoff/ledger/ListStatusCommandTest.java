@@ -3,7 +3,7 @@ package dev.handoff.ledger;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.handoff.consumer.testkit.ConsumerFaults;
+import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.Transport;

@@ -1,12 +1,11 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
+import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.PausedWorker;
-import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.outbox.Health;
 import dev.handoff.outbox.internal.MetricsRefresher;
-import dev.handoff.outbox.testkit.SimulatedCrash;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -373,12 +372,8 @@ abstract class AbstractConsumer extends ConsumerOperations {
     };
   }
 
-  /** What escapes a worker ends its thread: one line for a simulated crash, the whole trace for anything else. */
+  /** What escapes a worker ends its thread, logged with its trace. */
   private void uncaught(Thread t, Throwable e) {
-    if (e instanceof SimulatedCrash) {
-      log.warn(label + " '{}': {} stopped by a {}", config.group(), t.getName(), e.getMessage());
-    } else {
-      log.error(label + " '{}': {} died", config.group(), t.getName(), e);
-    }
+    log.error(label + " '{}': {} died", config.group(), t.getName(), e);
   }
 }

@@ -2,13 +2,13 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.BatchMessageHandler;
 import dev.handoff.consumer.ConsumerConfig;
+import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.FailureIsolation;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.MessageHandler;
 import dev.handoff.consumer.internal.Settled.Dead;
 import dev.handoff.consumer.internal.Settled.Failure;
-import dev.handoff.consumer.testkit.ConsumerFaults;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.sql.Connection;

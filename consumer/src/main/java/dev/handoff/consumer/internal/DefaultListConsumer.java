@@ -1,13 +1,13 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
-import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.ConsumerException;
+import dev.handoff.consumer.ConsumerFaults;
+import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.InboxPurgeRefusedException;
 import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.PollResult;
-import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.outbox.ListFormat;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -16,9 +16,9 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.Set;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -1,13 +1,13 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
-import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.ConsumerException;
+import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.ConsumerStatus;
+import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.PollResult;
 import dev.handoff.consumer.StreamConsumer;
-import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.outbox.StreamFormat;
 import java.sql.Connection;
 import java.sql.SQLException;

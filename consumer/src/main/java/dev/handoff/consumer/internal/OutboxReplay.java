@@ -2,10 +2,10 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
+import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
-import dev.handoff.consumer.testkit.ConsumerFaults;
 import dev.handoff.outbox.internal.Json;
 import java.sql.Connection;
 import java.sql.SQLException;

@@ -3,7 +3,6 @@ package dev.handoff.consumer.internal;
 import dev.handoff.consumer.ConsumerListener;
 import dev.handoff.consumer.internal.Settled.Dead;
 import dev.handoff.consumer.internal.Settled.Failure;
-import dev.handoff.outbox.testkit.SimulatedCrash;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
@@ -86,10 +85,10 @@ final class OutcomeReporter {
   void emit(Consumer<ConsumerListener> call) {
     try {
       call.accept(listener);
-    } catch (SimulatedCrash crash) {
-      throw crash;
+    } catch (VirtualMachineError e) {
+      throw e; // out of memory or stack: the worker's thread ends, and the worker check gives it a new one
     } catch (Throwable e) {
-      // An Error from a listener must not kill the worker that reports to it.
+      // Any other Error from a listener must not kill the worker that reports to it.
       log.warn("Consumer listener threw; ignored", e);
     }
   }

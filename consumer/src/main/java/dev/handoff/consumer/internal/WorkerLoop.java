@@ -1,6 +1,5 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.outbox.testkit.SimulatedCrash;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -48,8 +47,6 @@ interface WorkerLoop {
         }
         w.redisFailed(e);
         pause(errors++, stopping);
-      } catch (SimulatedCrash crash) {
-        throw crash; // a test's stand-in for a killed process: the thread dies here, as the process would
       } catch (VirtualMachineError e) {
         throw e; // out of memory or stack: the thread ends, and the consumer's worker check gives it a new one
       } catch (Throwable e) {

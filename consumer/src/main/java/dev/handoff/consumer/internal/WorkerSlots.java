@@ -1,7 +1,6 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.outbox.Health;
-import dev.handoff.outbox.testkit.SimulatedCrash;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -11,10 +10,10 @@ import org.slf4j.Logger;
 
 /**
  * The worker threads of a started consumer, one slot per worker: what {@code health()} reports of them, and the
- * replacement of a thread that died (an {@link Error} that escaped, a test's simulated crash) while the consumer
- * runs. A dead thread's worker is taken over by a new thread under the same consumer name, which first reads that
- * name's unfinished work again (its pending entries or its processing lists), so nothing it held is left behind;
- * the inbox makes a second handling of what it had committed a duplicate.
+ * replacement of a thread that died (a {@link VirtualMachineError}, the one kind of {@link Throwable} a worker does
+ * not survive) while the consumer runs. A dead thread's worker is taken over by a new thread under the same
+ * consumer name, which first reads that name's unfinished work again (its pending entries or its processing
+ * lists), so nothing it held is left behind; the inbox makes a second handling of what it had committed a duplicate.
  *
  * <p>Thread-safe: the slots are a copy-on-write list, a slot's thread is volatile, and {@link #replaceDead} is
  * synchronized (it runs on the housekeeping thread).
@@ -27,8 +26,6 @@ final class WorkerSlots {
     final String threadName;
     volatile Thread thread;
     volatile String lastDeath;
-    /** It died of the test kit's simulated crash: the process's death, which nothing in the process survives. */
-    volatile boolean processDeath;
 
     Slot(DeliveryWorker worker, Runnable body, String threadName) {
       this.worker = worker;
@@ -54,28 +51,12 @@ final class WorkerSlots {
 
   /** Starts {@code worker} on a new thread running {@code body}. */
   void start(DeliveryWorker worker, Runnable body, String threadName) {
-    Slot s = new Slot(worker, guarded(body, worker), threadName);
+    Slot s = new Slot(worker, body, threadName);
     slots.add(s);
     Thread t = newThread.apply(s.body, threadName);
     s.thread = t;
     worker.started(t);
     t.start();
-  }
-
-  /** {@code body}, remembering a simulated crash, after which the slot is not refilled (see {@link Slot}). */
-  private Runnable guarded(Runnable body, DeliveryWorker worker) {
-    return () -> {
-      try {
-        body.run();
-      } catch (SimulatedCrash crash) {
-        for (Slot s : slots) {
-          if (s.worker == worker) {
-            s.processDeath = true;
-          }
-        }
-        throw crash;
-      }
-    };
   }
 
   /**
@@ -91,8 +72,8 @@ final class WorkerSlots {
         break;
       }
       Thread dead = s.thread;
-      if (dead == null || dead.isAlive() || dead.getState() == Thread.State.NEW || s.processDeath) {
-        continue; // a simulated crash stands for the whole process: its work goes to other consumers, as it would
+      if (dead == null || dead.isAlive() || dead.getState() == Thread.State.NEW) {
+        continue;
       }
       s.lastDeath = dead.getName();
       log.error("{}: worker {} (thread {}) died; starting a new thread for it, which first reads its unfinished"

@@ -5,12 +5,11 @@ import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayConfig;
 import dev.handoff.outbox.RelayCycle;
 import dev.handoff.outbox.RelayException;
+import dev.handoff.outbox.RelayFaults;
 import dev.handoff.outbox.RetentionReport;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.Transport;
-import dev.handoff.outbox.testkit.RelayFaults;
-import dev.handoff.outbox.testkit.SimulatedCrash;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -351,8 +350,8 @@ public final class DefaultRelay implements Relay {
           break;
         }
         log.warn("relay {} was interrupted while running, not by close(); carrying on", config.owner());
-      } catch (SimulatedCrash crash) {
-        throw crash;
+      } catch (VirtualMachineError e) {
+        throw e; // out of memory or stack: the thread ends here, as the process would; health says DOWN
       } catch (Throwable e) {
         if (state.get() != State.RUNNING || !failures.cycleFailed(e, this::forgetProgress)) {
           break;

@@ -2,9 +2,8 @@ package dev.handoff.outbox.internal;
 
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayConfig;
+import dev.handoff.outbox.RelayFaults;
 import dev.handoff.outbox.RelayListener;
-import dev.handoff.outbox.testkit.RelayFaults;
-import dev.handoff.outbox.testkit.SimulatedCrash;
 import java.sql.SQLException;
 import java.time.Duration;
 import org.slf4j.Logger;
@@ -13,8 +12,9 @@ import redis.clients.jedis.exceptions.JedisException;
 
 /**
  * How the relay lives with failures: a failed cycle (logged, reported, then a pause that doubles from 100 ms up to
- * five idle poll intervals), a listener that throws (logged and ignored, except a simulated crash), and a thread that
- * dies. The backoff is confined to the relay's loop thread; the rest is stateless and safe from any thread.
+ * five idle poll intervals), a listener that throws (logged and ignored, except a {@link VirtualMachineError}), and a
+ * thread that dies (of a {@link VirtualMachineError}, the one kind of {@link Throwable} its loop does not survive).
+ * The backoff is confined to the relay's loop thread; the rest is stateless and safe from any thread.
  */
 final class RelayFailures {
 
@@ -82,12 +82,12 @@ final class RelayFailures {
     return true;
   }
 
-  /** Runs a listener or test-kit callback; what it throws is logged, except a simulated crash, which goes on. */
+  /** Runs a listener or fault hook; what it throws is logged, except a {@link VirtualMachineError}, which goes on. */
   void notify(Runnable callback) {
     try {
       callback.run();
-    } catch (SimulatedCrash crash) {
-      throw crash;
+    } catch (VirtualMachineError e) {
+      throw e;
     } catch (RuntimeException e) {
       log.warn("relay listener failed: {}", e.toString());
     } catch (Throwable e) {
@@ -95,12 +95,8 @@ final class RelayFailures {
     }
   }
 
-  /** What escapes a thread of the relay ends it: one line for a simulated crash, the whole trace otherwise. */
+  /** What escapes a thread of the relay ends it, logged with its trace. */
   void uncaught(Thread t, Throwable e) {
-    if (e instanceof SimulatedCrash) {
-      log.warn("relay {}: thread {} stopped by a {}", config.owner(), t.getName(), e.getMessage());
-    } else {
-      log.error("relay {}: thread {} died", config.owner(), t.getName(), e);
-    }
+    log.error("relay {}: thread {} died", config.owner(), t.getName(), e);
   }
 }

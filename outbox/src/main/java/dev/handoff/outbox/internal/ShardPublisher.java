@@ -2,11 +2,11 @@ package dev.handoff.outbox.internal;
 
 import dev.handoff.outbox.RelayConfig;
 import dev.handoff.outbox.RelayCycle;
+import dev.handoff.outbox.RelayFaults;
 import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.internal.RedisTransport.EntryStatus;
 import dev.handoff.outbox.internal.RedisTransport.PublishResult;
-import dev.handoff.outbox.testkit.RelayFaults;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;

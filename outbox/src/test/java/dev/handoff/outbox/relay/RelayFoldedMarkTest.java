@@ -6,10 +6,10 @@ import static org.awaitility.Awaitility.await;
 
 import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.RelayCycle;
+import dev.handoff.outbox.RelayFaults;
 import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.testkit.RelayFaults;
 import dev.handoff.outbox.testkit.SimulatedCrash;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;

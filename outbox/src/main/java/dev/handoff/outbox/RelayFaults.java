@@ -1,14 +1,15 @@
-package dev.handoff.outbox.testkit;
+package dev.handoff.outbox;
 
-import dev.handoff.outbox.ShardId;
 import java.time.Duration;
 
 /**
- * Test seam: the points where a test injects real faults into a relay, given to
- * {@link dev.handoff.outbox.RelayBuilder#faults(RelayFaults)}. A hook that throws {@link SimulatedCrash} kills the
- * relay's thread right there, as a process crash would (for example after Redis accepted a batch and before the rows
- * were marked published); anything else it throws is a failure of that cycle, which the relay retries. Not for
- * production use. Hooks run on the relay's thread and must be thread-safe if shared.
+ * Hooks the relay calls at its crash points, for tests and demos that inject real faults there; given to
+ * {@link RelayBuilder#faults(RelayFaults)}. Every hook is a no-op by default. What a hook does is the caller's
+ * business, and the relay treats it as it treats the same thing anywhere in a cycle: a hook that parks the thread
+ * freezes the relay (its leases lapse after two TTLs without a completed cycle); one that throws fails the cycle,
+ * which is retried after a pause, with what it wrote sent again under the same IDs; a {@link VirtualMachineError}
+ * ends the relay's thread where it is thrown, with no clean-up, as a crash of the process would. Hooks run on the
+ * relay's thread and must be thread-safe if shared.
  */
 public interface RelayFaults {
 
