@@ -12,7 +12,7 @@ import redis.clients.jedis.exceptions.JedisException;
 
 /**
  * How the relay lives with failures: a failed cycle (logged, reported, then a pause that doubles from 100 ms up to
- * five idle poll intervals), a listener that throws (logged and ignored, except a {@link VirtualMachineError}), and a
+ * five idle poll intervals), a listener that throws (logged and ignored, whatever it throws), and a
  * thread that dies (of a {@link VirtualMachineError}, the one kind of {@link Throwable} its loop does not survive).
  * The backoff is confined to the relay's loop thread; the rest is stateless and safe from any thread.
  */
@@ -82,12 +82,13 @@ final class RelayFailures {
     return true;
   }
 
-  /** Runs a listener or fault hook; what it throws is logged, except a {@link VirtualMachineError}, which goes on. */
+  /**
+   * Runs a listener or fault hook; whatever it throws, an {@link Error} included, is logged and survived: a bug in a
+   * callback must not stop the relay it reports on.
+   */
   void notify(Runnable callback) {
     try {
       callback.run();
-    } catch (VirtualMachineError e) {
-      throw e;
     } catch (RuntimeException e) {
       log.warn("relay listener failed: {}", e.toString());
     } catch (Throwable e) {
