@@ -85,10 +85,8 @@ final class OutcomeReporter {
   void emit(Consumer<ConsumerListener> call) {
     try {
       call.accept(listener);
-    } catch (VirtualMachineError e) {
-      throw e; // out of memory or stack: the worker's thread ends, and the worker check gives it a new one
     } catch (Throwable e) {
-      // Any other Error from a listener must not kill the worker that reports to it.
+      // An Error from a listener must not kill the worker that reports to it.
       log.warn("Consumer listener threw; ignored", e);
     }
   }

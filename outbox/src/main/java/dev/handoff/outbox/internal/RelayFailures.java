@@ -12,7 +12,7 @@ import redis.clients.jedis.exceptions.JedisException;
 
 /**
  * How the relay lives with failures: a failed cycle (logged, reported, then a pause that doubles from 100 ms up to
- * five idle poll intervals), a listener that throws (logged and ignored, except a {@link VirtualMachineError}), and a
+ * five idle poll intervals), a listener that throws (logged and ignored, whatever it throws), and a
  * thread that dies (of a {@link VirtualMachineError}, the one kind of {@link Throwable} its loop does not survive).
  * The backoff is confined to the relay's loop thread; the rest is stateless and safe from any thread.
  */
@@ -29,11 +29,11 @@ final class RelayFailures {
   /** Whether the current run of failed cycles has said that Redis is full: one WARN per episode, not per retry. */
   private boolean saidFull;
 
-  RelayFailures(RelayConfig config, RelayHealth health, RelayFaults faults) {
+  RelayFailures(RelayConfig config, RelayCollaborators collaborators, RelayHealth health) {
     this.config = config;
-    this.listener = config.listener();
+    this.listener = collaborators.listener();
     this.health = health;
-    this.faults = faults;
+    this.faults = collaborators.faults();
   }
 
   /** A cycle succeeded: the next failure pauses briefly again. */
@@ -78,16 +78,17 @@ final class RelayFailures {
       Thread.currentThread().interrupt();
       return false;
     }
-    backoffMillis = Math.min(config.idlePollInterval().toMillis() * 5, backoffMillis * 2);
+    backoffMillis = Math.min(config.publishing().idlePollInterval().toMillis() * 5, backoffMillis * 2);
     return true;
   }
 
-  /** Runs a listener or fault hook; what it throws is logged, except a {@link VirtualMachineError}, which goes on. */
+  /**
+   * Runs a listener or fault hook; whatever it throws, an {@link Error} included, is logged and survived: a bug in a
+   * callback must not stop the relay it reports on.
+   */
   void notify(Runnable callback) {
     try {
       callback.run();
-    } catch (VirtualMachineError e) {
-      throw e;
     } catch (RuntimeException e) {
       log.warn("relay listener failed: {}", e.toString());
     } catch (Throwable e) {
