@@ -107,8 +107,8 @@ public final class Connections {
    * never named server-side prepared statements ({@code prepareThreshold=0}) unless the URL says otherwise, so the
    * tools work behind a pooler in transaction mode (PgBouncer before 1.21) as they do on a direct connection. A
    * server that refuses the connection or does not answer (SQLSTATE class 08, or 57P03 while it starts) is asked
-   * again with backoff until {@code connectTimeout} has passed; anything else (a wrong password, a missing database)
-   * fails at once.
+   * again with backoff until {@code connectTimeout} has passed since it first refused; anything else (a wrong
+   * password, a missing database) fails at once.
    */
   public static HikariDataSource database(String jdbcUrl, int maxConnections, String poolName,
       Duration connectTimeout) {
@@ -143,7 +143,8 @@ public final class Connections {
   /**
    * Opens a Redis client (RESP2, 2 s timeouts) and checks the server answers. The URL is read by
    * {@link RedisUrl#parse(String)}: user, password, database and {@code rediss://} for TLS. A refused or unanswered
-   * connection is tried again with backoff until {@code connectTimeout} has passed; a refused login fails at once.
+   * connection is tried again with backoff until {@code connectTimeout} has passed since the first refusal; a refused
+   * login fails at once.
    */
   public static RedisClient redis(String redisUrl, int maxConnections, Duration connectTimeout) {
     return redis(redisSpec(redisUrl, RedisConnectionSpec::builder), maxConnections, mask(redisUrl), connectTimeout);
@@ -207,7 +208,7 @@ public final class Connections {
     ConnectionPoolConfig pool = new ConnectionPoolConfig();
     pool.setMaxTotal(maxConnections);
     pool.setMaxWait(Duration.ofSeconds(5));
-    long deadline = System.nanoTime() + connectTimeout.toNanos();
+    long deadline = 0;
     for (int attempt = 0; ; attempt++) {
       UnifiedJedis redis = null;
       try {
@@ -222,6 +223,7 @@ public final class Connections {
           redis.close();
         }
         boolean notYet = notListeningYet(e);
+        deadline = attempt == 0 ? waitEnds(connectTimeout) : deadline;
         if (!notYet || System.nanoTime() - deadline >= 0) {
           throw new UnreachableException("cannot connect to Redis at " + shownUrl
               + (notYet ? waited(connectTimeout) : "") + ": " + mask(RedisFailures.describe(spec, e)));
@@ -256,7 +258,7 @@ public final class Connections {
 
   /** Waits until PostgreSQL takes a connection, or throws once only a failure of another kind or time is left. */
   private static void awaitPostgres(String jdbcUrl, Duration connectTimeout) {
-    long deadline = System.nanoTime() + connectTimeout.toNanos();
+    long deadline = 0;
     for (int attempt = 0; ; attempt++) {
       try {
         DriverManager.getConnection(jdbcUrl).close();
@@ -264,6 +266,7 @@ public final class Connections {
       } catch (SQLException e) {
         String state = e.getSQLState() == null ? "" : e.getSQLState();
         boolean notYet = state.startsWith("08") || state.equals("57P03");
+        deadline = attempt == 0 ? waitEnds(connectTimeout) : deadline;
         if (!notYet || System.nanoTime() - deadline >= 0) {
           throw new UnreachableException("cannot connect to PostgreSQL at " + mask(jdbcUrl)
               + (notYet ? waited(connectTimeout) : "") + ": " + firstLine(e.getMessage()));
@@ -271,6 +274,14 @@ public final class Connections {
         waitBeforeRetry(attempt, "PostgreSQL", mask(jdbcUrl), connectTimeout, e.getMessage());
       }
     }
+  }
+
+  /**
+   * When the wait for a server that refused the first attempt ends: counted from that refusal, so that a slow first
+   * attempt (a cold JVM loading the driver on a busy machine) takes none of it, and the operator sees the wait begin.
+   */
+  private static long waitEnds(Duration connectTimeout) {
+    return System.nanoTime() + connectTimeout.toNanos();
   }
 
   private static String waited(Duration connectTimeout) {

@@ -3,6 +3,7 @@ package dev.handoff.cli;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.migrations.HandoffGrants;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -38,6 +39,11 @@ final class GrantsCommand implements Callable<Integer> {
   @Option(names = "--apply", description = "run the statements (in one transaction) instead of printing them")
   boolean apply;
 
+  @Option(names = "--connect-timeout", defaultValue = "${env:HANDOFF_CONNECT_TIMEOUT:-30s}",
+      description = "with --apply: how long to wait for a PostgreSQL that refuses or does not answer, e.g. 30s or"
+          + " PT30S (env HANDOFF_CONNECT_TIMEOUT; default ${DEFAULT-VALUE})")
+  Duration connectTimeout;
+
   @Option(names = "--jdbc-url", defaultValue = "${env:HANDOFF_JDBC_URL}",
       description = "with --apply: PostgreSQL JDBC URL of a user that may grant on handoff's tables, usually their"
           + " owner (env HANDOFF_JDBC_URL)")
@@ -59,7 +65,7 @@ final class GrantsCommand implements Callable<Integer> {
     }
     // Validated before connecting, so that a bad name fails without touching the database.
     HandoffGrants.statements(r, schema, to);
-    try (HikariDataSource db = Connections.database(jdbcUrl, 1, "handoff-grants")) {
+    try (HikariDataSource db = Connections.database(jdbcUrl, 1, "handoff-grants", connectTimeout)) {
       int n = HandoffGrants.apply(db, r, schema, to);
       spec.commandLine().getOut().println("granted the " + r.name().toLowerCase(Locale.ROOT) + " privileges on schema "
           + schema + " to role " + to + " (" + n + " statements)");

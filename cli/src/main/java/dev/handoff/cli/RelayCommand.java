@@ -43,6 +43,13 @@ import redis.clients.jedis.UnifiedJedis;
     description = "Publishes committed outbox rows to Redis Streams (or lists), exactly once per row.")
 final class RelayCommand implements Callable<Integer> {
 
+  /**
+   * The relay's database connections at most at once: its cycles, its LISTEN session (unless
+   * {@code --notification-jdbc-url} gives it a pool of its own), and one each for the lease renewals, the metric
+   * refreshes and the LISTEN checks, which run on threads of their own.
+   */
+  static final int RELAY_POOL_SIZE = 5;
+
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;
 
@@ -145,7 +152,7 @@ final class RelayCommand implements Callable<Integer> {
     // has stopped and its pools are closed, so a probe sees DOWN and not a refused connection while it drains.
     try (MetricsServer metrics = metricsAddress == null ? null
             : MetricsServer.start(metricsAddress, () -> healthOf(built.get()));
-        HikariDataSource db = database.open(spec, 4, "handoff-relay");
+        HikariDataSource db = database.open(spec, RELAY_POOL_SIZE, "handoff-relay");
         HikariDataSource listenDb = notificationJdbcUrl == null || notificationJdbcUrl.isBlank() ? null
             : Connections.database(notificationJdbcUrl, 1, "handoff-relay-listen", database.connectTimeout());
         UnifiedJedis client = redis.open(8, database.connectTimeout())) {

@@ -67,4 +67,13 @@ class GrantsCommandTest {
     assertThat(noUrl.exit()).isEqualTo(2);
     assertThat(noUrl.err()).contains("--apply needs --jdbc-url");
   }
+
+  @Test
+  void applyWaitsForAnUnreachableDatabaseAsLongAsConnectTimeoutSaysAndNoLonger() {
+    Run r = run("grants", "--role", "relay", "--to", "relay_svc", "--apply", "--connect-timeout", "1s",
+        "--jdbc-url", "jdbc:postgresql://127.0.0.1:1/none?user=owner&password=secret");
+    assertThat(r.exit()).isEqualTo(2);
+    assertThat(r.err()).contains("cannot connect to PostgreSQL at jdbc:postgresql://127.0.0.1:1/none",
+        "(waited 1000 ms, --connect-timeout)").doesNotContain("secret");
+  }
 }

@@ -111,7 +111,7 @@ public interface Relay extends AutoCloseable {
    */
   @Override
   default void close() {
-    close(config().drainTimeout());
+    close(config().leases().drainTimeout());
   }
 
   /**

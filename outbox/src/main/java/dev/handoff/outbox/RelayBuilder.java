@@ -2,6 +2,7 @@ package dev.handoff.outbox;
 
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.internal.DefaultRelay;
+import dev.handoff.outbox.internal.RelayCollaborators;
 import dev.handoff.outbox.internal.micrometer.RelayMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.InetAddress;
@@ -337,18 +338,23 @@ public final class RelayBuilder {
    */
   public Relay build() {
     RelayConfig config = new RelayConfig(schema, keyPrefix, topics, owner != null ? owner : defaultOwner(),
-        leaseTtl, minBatchSize, maxBatchSize, maxBatchBytes, idlePollInterval, outboxRetention,
-        retentionBatchSize, maintenanceInterval, trimLimit, trimStreams, trimSlack, trimMargin,
-        retentionBudget != null ? retentionBudget : half(maintenanceInterval), drainTimeout, listener, clock,
-        transport, listCapacity, backlogAgeThreshold, pauseOnDatabaseRewind);
+        transport,
+        new RelayConfig.Publishing(minBatchSize, maxBatchSize, maxBatchBytes, idlePollInterval, listCapacity),
+        new RelayConfig.Leases(leaseTtl, drainTimeout),
+        new RelayConfig.Retention(outboxRetention, retentionBatchSize, maintenanceInterval,
+            retentionBudget != null ? retentionBudget : half(maintenanceInterval)),
+        new RelayConfig.Trimming(trimStreams, trimLimit, trimSlack, trimMargin),
+        new RelayConfig.Checks(backlogAgeThreshold, pauseOnDatabaseRewind));
+    RelayCollaborators collaborators = new RelayCollaborators(Objects.requireNonNull(listener, "listener"),
+        Objects.requireNonNull(clock, "clock"), faults);
     if (meterRegistry == null) {
-      return new DefaultRelay(dataSource, notificationDataSource, redis, config, faults);
+      return new DefaultRelay(dataSource, notificationDataSource, redis, config, collaborators);
     }
     if (metricsRefreshInterval == null || metricsRefreshInterval.isNegative() || metricsRefreshInterval.isZero()) {
       throw new IllegalArgumentException("metricsRefreshInterval must be positive, was " + metricsRefreshInterval);
     }
-    return RelayMetrics.build(meterRegistry, metricsRefreshInterval, config, dataSource, redis,
-        c -> new DefaultRelay(dataSource, notificationDataSource, redis, c, faults));
+    return RelayMetrics.build(meterRegistry, metricsRefreshInterval, config, collaborators, dataSource, redis,
+        c -> new DefaultRelay(dataSource, notificationDataSource, redis, config, c));
   }
 
   private static Duration half(Duration interval) {

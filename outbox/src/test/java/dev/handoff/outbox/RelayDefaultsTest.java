@@ -23,29 +23,29 @@ class RelayDefaultsTest {
 
   @Test
   void outboxRetentionDefaultsToSevenDays() {
-    assertThat(relayDefaults().outboxRetention()).isEqualTo(Duration.ofDays(7));
+    assertThat(relayDefaults().retention().outboxRetention()).isEqualTo(Duration.ofDays(7));
   }
 
   @Test
   void leaseTtlDefaultsToTenSeconds() {
-    assertThat(relayDefaults().leaseTtl()).isEqualTo(Duration.ofSeconds(10));
+    assertThat(relayDefaults().leases().ttl()).isEqualTo(Duration.ofSeconds(10));
   }
 
   @Test
   void maintenanceIntervalDefaultsToThirtySeconds() {
-    assertThat(relayDefaults().maintenanceInterval()).isEqualTo(Duration.ofSeconds(30));
+    assertThat(relayDefaults().retention().maintenanceInterval()).isEqualTo(Duration.ofSeconds(30));
   }
 
   @Test
   void streamsAreTrimmedAgainAfterOneThousandEntriesByDefault() {
     RelayConfig config = relayDefaults();
-    assertThat(config.trimStreams()).isTrue();
-    assertThat(config.trimSlack()).isEqualTo(1_000);
+    assertThat(config.trimming().enabled()).isTrue();
+    assertThat(config.trimming().slack()).isEqualTo(1_000);
   }
 
   @Test
   void trimLimitDefaultsToTenThousandEntriesPerCall() {
-    assertThat(relayDefaults().trimLimit()).isEqualTo(10_000);
+    assertThat(relayDefaults().trimming().limit()).isEqualTo(10_000);
   }
 
   @Test

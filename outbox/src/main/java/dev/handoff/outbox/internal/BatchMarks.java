@@ -52,11 +52,12 @@ final class BatchMarks {
   private final DatabaseRewinds rewinds;
   private List<Written> held = new ArrayList<>();
 
-  BatchMarks(RelayConfig config, RedisTransport streams, LeaseQueries leases, OutboxQueries outbox,
-      BiConsumer<OwnedShard, String> lostHandler, Consumer<Runnable> notifier, DatabaseRewinds rewinds) {
+  BatchMarks(RelayConfig config, RelayCollaborators collaborators, RedisTransport streams, LeaseQueries leases,
+      OutboxQueries outbox, BiConsumer<OwnedShard, String> lostHandler, Consumer<Runnable> notifier,
+      DatabaseRewinds rewinds) {
     this.rewinds = rewinds;
     this.config = config;
-    this.listener = config.listener();
+    this.listener = collaborators.listener();
     this.streams = streams;
     this.leases = leases;
     this.outbox = outbox;

@@ -59,7 +59,7 @@ final class CycleTransaction {
         continue;
       }
       if (!withWork.contains(o.id)) {
-        o.adaptBatchSize(0, config.minBatchSize(), config.maxBatchSize());
+        o.adaptBatchSize(0, config.publishing().minBatchSize(), config.publishing().maxBatchSize());
         continue;
       }
       // A bounded target (a list at capacity) takes no more than it has room for; the outbox holds the rest.
@@ -112,7 +112,8 @@ final class CycleTransaction {
       Wanted want = asked.get(shard);
       if (want != null) {
         OwnedShard o = want.shard();
-        batches.add(trip.add(outbox.assignPart(o.id, config.owner(), o.epoch, want.limit(), config.maxBatchBytes())));
+        batches.add(trip.add(outbox.assignPart(o.id, config.owner(), o.epoch, want.limit(),
+            config.publishing().maxBatchBytes())));
       }
     }
     faults.beforeCycleCommit(recorded.size(), batches.size());
@@ -136,7 +137,7 @@ final class CycleTransaction {
       Wanted want = asked.get(shard);
       if (want != null) {
         OwnedShard o = want.shard();
-        batches.add(outbox.assign(c, o.id, config.owner(), o.epoch, want.limit(), config.maxBatchBytes()));
+        batches.add(outbox.assign(c, o.id, config.owner(), o.epoch, want.limit(), config.publishing().maxBatchBytes()));
       }
     }
     faults.beforeCycleCommit(recorded.size(), batches.size());

@@ -34,9 +34,9 @@ final class DatabaseRewinds {
   /** Shards to stop publishing ({@code pauseOnDatabaseRewind}), with why: written by the next cycle. */
   private final Map<ShardId, String> toPause = new ConcurrentHashMap<>();
 
-  DatabaseRewinds(RelayConfig config) {
+  DatabaseRewinds(RelayConfig config, RelayCollaborators collaborators) {
     this.config = config;
-    this.listener = config.listener();
+    this.listener = collaborators.listener();
   }
 
   /** The shards this relay holds whose publishing is paused, as its last cycle saw them. */
@@ -96,11 +96,11 @@ final class DatabaseRewinds {
         + " commits. The stream may hold messages of commits the database lost, and the consumers may have"
         + " acknowledged messages whose effects it lost; the relay goes on above the stream's top. What to check and"
         + " replay: docs/guarantees.md#a-database-failover";
-    log.error("relay {}: {}{}", config.owner(), detail, config.pauseOnDatabaseRewind()
+    log.error("relay {}: {}{}", config.owner(), detail, config.checks().pauseOnDatabaseRewind()
         ? " Publishing of " + shard + " stops until an operator runs handoff resume --topic " + shard.topic() + "."
         : "");
     finding = detail;
-    if (config.pauseOnDatabaseRewind()) {
+    if (config.checks().pauseOnDatabaseRewind()) {
       toPause.put(shard, detail);
     }
     notifier.accept(() -> listener.databaseRewound(shard, unknown, detail));

@@ -68,27 +68,28 @@ public final class DefaultRelay implements Relay {
    * @param notificationDataSource where the LISTEN connection comes from; {@code dataSource} when null
    */
   public DefaultRelay(DataSource dataSource, DataSource notificationDataSource, UnifiedJedis redis,
-      RelayConfig config, RelayFaults faults) {
+      RelayConfig config, RelayCollaborators collaborators) {
     this.dataSource = Statements.sessionFree(dataSource);
     // The pool itself, not the session-free wrapper: a LISTEN connection that fails is evicted from it by handle.
     this.notificationDataSource = notificationDataSource != null ? notificationDataSource : dataSource;
     this.config = config;
-    this.health = new RelayHealth(config);
-    this.failures = new RelayFailures(config, health, faults);
+    this.health = new RelayHealth(config, collaborators);
+    this.failures = new RelayFailures(config, collaborators, health);
     // Streams or lists: where the rows go; everything else is the same for both.
     RedisTransport streams = config.transport() == Transport.LIST
-        ? new RedisLists(redis, config.listCapacity())
+        ? new RedisLists(redis, config.publishing().listCapacity())
         : new RedisStreams(redis);
     LeaseQueries leases = new LeaseQueries(config.schema());
     OutboxQueries outbox = new OutboxQueries(config.schema());
     this.topicNames = config.topics().stream().map(TopicConfig::name).toArray(String[]::new);
-    this.maintenance = new RelayMaintenance(config, streams, leases, outbox, topicNames, failures::notify,
-        config.transport() == Transport.STREAM ? new DeletionWatch(config, redis, failures::notify) : null);
+    this.maintenance = new RelayMaintenance(config, collaborators, streams, leases, outbox, topicNames,
+        failures::notify, config.transport() == Transport.STREAM
+            ? new DeletionWatch(config, collaborators, redis, failures::notify) : null);
     this.renewer = new LeaseRenewer(config, this.dataSource, leases);
-    this.leaseKeeper = new LeaseKeeper(config, leases, streams, owned, this::autocommit, renewer, failures::notify,
-        health.rewinds());
+    this.leaseKeeper = new LeaseKeeper(config, collaborators, leases, streams, owned, this::autocommit, renewer,
+        failures::notify, health.rewinds());
     leaseKeeper.onLost(health::leaseLost);
-    this.publisher = new ShardPublisher(config, streams, leases, outbox, faults, maintenance, owned,
+    this.publisher = new ShardPublisher(config, collaborators, streams, leases, outbox, maintenance, owned,
         this::autocommit, leaseKeeper::lost, failures::notify, health.memory(), health.rewinds());
     leaseKeeper.publisher(publisher);
   }
@@ -158,12 +159,13 @@ public final class DefaultRelay implements Relay {
     }
     log.info("relay {} starting: schema {}, transport {}, topics {}, lease ttl {}, batch {}..{}, retention {}",
         config.owner(), config.schema(),
-        config.transport() == Transport.LIST ? "list (capacity " + config.listCapacity() + ")" : "stream",
+        config.transport() == Transport.LIST ? "list (capacity " + config.publishing().listCapacity() + ")" : "stream",
         config.topics().stream().map(t -> t.name() + "x" + t.shards()).collect(Collectors.joining(",")),
-        config.leaseTtl(), config.minBatchSize(), config.maxBatchSize(), config.outboxRetention());
+        config.leases().ttl(), config.publishing().minBatchSize(), config.publishing().maxBatchSize(),
+        config.retention().outboxRetention());
     notifications = new NotificationListener(notificationDataSource, dataSource,
         config.schema(), Set.of(topicNames), waiter, config.owner(),
-        config.idlePollInterval());
+        config.publishing().idlePollInterval());
     listenThread = new Thread(notifications, "handoff-relay-listen-" + config.owner());
     listenThread.setDaemon(true);
     listenThread.setUncaughtExceptionHandler(failures::uncaught);
@@ -312,7 +314,7 @@ public final class DefaultRelay implements Relay {
   }
 
   private void loopUntilClosed() {
-    CyclePacing pacing = new CyclePacing(config.idlePollInterval());
+    CyclePacing pacing = new CyclePacing(config.publishing().idlePollInterval());
     while (state.get() == State.RUNNING) {
       renewer.checkIn();
       boolean found = false;

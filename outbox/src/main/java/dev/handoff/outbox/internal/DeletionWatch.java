@@ -32,9 +32,10 @@ final class DeletionWatch {
   private final EntryRepairer repairer;
   private final Consumer<Runnable> notify;
 
-  DeletionWatch(RelayConfig config, UnifiedJedis redis, Consumer<Runnable> notify) {
+  DeletionWatch(RelayConfig config, RelayCollaborators collaborators, UnifiedJedis redis,
+      Consumer<Runnable> notify) {
     this.config = config;
-    this.listener = config.listener();
+    this.listener = collaborators.listener();
     this.repairer = new EntryRepairer(redis, config.schema());
     this.notify = notify;
   }

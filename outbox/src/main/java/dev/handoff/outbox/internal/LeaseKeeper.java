@@ -45,12 +45,12 @@ final class LeaseKeeper {
   private boolean rowsEnsured;
   private long nextLeaseCheckNanos;
 
-  LeaseKeeper(RelayConfig config, LeaseQueries leases, RedisTransport streams, Map<ShardId, OwnedShard> owned,
-      ShardPublisher.Connections connections, LeaseRenewer renewer, Consumer<Runnable> notifier,
-      DatabaseRewinds rewinds) {
+  LeaseKeeper(RelayConfig config, RelayCollaborators collaborators, LeaseQueries leases, RedisTransport streams,
+      Map<ShardId, OwnedShard> owned, ShardPublisher.Connections connections, LeaseRenewer renewer,
+      Consumer<Runnable> notifier, DatabaseRewinds rewinds) {
     this.rewinds = rewinds;
     this.config = config;
-    this.listener = config.listener();
+    this.listener = collaborators.listener();
     this.leases = leases;
     this.streams = streams;
     this.allShards = config.shards();
@@ -125,7 +125,7 @@ final class LeaseKeeper {
     if (!force && now < nextLeaseCheckNanos) {
       return;
     }
-    nextLeaseCheckNanos = now + config.leaseTtl().toNanos() / 3;
+    nextLeaseCheckNanos = now + config.leases().ttl().toNanos() / 3;
     try (Connection c = connections.get()) {
       // The loss check below must see the rows of held batches as published, as an immediate mark leaves them.
       publisher.flushMarks(c);
@@ -145,7 +145,7 @@ final class LeaseKeeper {
         renewer.renewNow(c);
         dropLost();
       }
-      int live = leases.liveMembers(c, config.leaseTtl());
+      int live = leases.liveMembers(c, config.leases().ttl());
       int target = (allShards.size() + live - 1) / live;
 
       ShardFailures probes = new ShardFailures();
@@ -169,7 +169,7 @@ final class LeaseKeeper {
       for (int i = mine.size() - 1; i >= 0 && owned.size() > target; i--) {
         OwnedShard o = mine.get(i);
         // What cannot go now (a full list) keeps its IDs for the next owner: never hold the shard to wait for it.
-        publisher.sendAssigned(c, o, System.nanoTime() + config.leaseTtl().toNanos() / 3);
+        publisher.sendAssigned(c, o, System.nanoTime() + config.leases().ttl().toNanos() / 3);
         if (owned.remove(o.id) != null) {
           leases.release(c, o.id, config.owner(), o.epoch);
           log.info("relay {} released {} (epoch {}) to rebalance across {} relays", config.owner(), o.id, o.epoch,
@@ -184,7 +184,7 @@ final class LeaseKeeper {
         if (owned.containsKey(shard)) {
           continue;
         }
-        LeaseQueries.Lease lease = leases.acquire(c, shard, config.owner(), config.leaseTtl());
+        LeaseQueries.Lease lease = leases.acquire(c, shard, config.owner(), config.leases().ttl());
         if (lease != null) {
           takeOver(c, shard, lease);
         }
@@ -214,7 +214,7 @@ final class LeaseKeeper {
   private void takeOver(Connection c, ShardId shard, LeaseQueries.Lease lease) throws SQLException {
     String key = streams.key(config.keyPrefix(), shard);
     OwnedShard o = new OwnedShard(shard, key, streams.relayKey(key), lease.epoch(), lease.entriesAdded(),
-        config.minBatchSize());
+        config.publishing().minBatchSize());
     o.paused = lease.paused(); // stopped after a database rewind, until an operator resumes it
     // Never assign below what the stream already holds, whoever wrote it.
     StreamId top = streams.lastGeneratedId(o.streamKey, o.relayKey);

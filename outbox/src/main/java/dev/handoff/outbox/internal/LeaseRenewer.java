@@ -49,7 +49,7 @@ final class LeaseRenewer {
     this.config = config;
     this.dataSource = dataSource;
     this.leases = leases;
-    this.stuckAfterNanos = config.leaseTtl().toNanos() * 2;
+    this.stuckAfterNanos = config.leases().ttl().toNanos() * 2;
   }
 
   /** Starts renewing for {@code relayThread}, whose death or silence stops the renewals. */
@@ -62,7 +62,7 @@ final class LeaseRenewer {
       t.setUncaughtExceptionHandler(uncaught);
       return t;
     });
-    long every = Math.max(1, config.leaseTtl().toMillis() / 3);
+    long every = Math.max(1, config.leases().ttl().toMillis() / 3);
     executor.scheduleWithFixedDelay(this::renewQuietly, every, every, TimeUnit.MILLISECONDS);
   }
 
@@ -105,7 +105,7 @@ final class LeaseRenewer {
   /** Renews every lease held, and reports the owned ones whose renewal found another owner. */
   void renewNow(Connection c) throws SQLException {
     Map<ShardId, Long> expected = owned;
-    Map<ShardId, Long> renewed = leases.renewAll(c, config.owner(), config.leaseTtl(), expected);
+    Map<ShardId, Long> renewed = leases.renewAll(c, config.owner(), config.leases().ttl(), expected);
     expected.forEach((shard, epoch) -> {
       if (!epoch.equals(renewed.get(shard))) {
         lost.add(new Lost(shard, epoch));
@@ -136,12 +136,12 @@ final class LeaseRenewer {
       renewNow(c);
     } catch (SQLException | RuntimeException e) {
       log.warn("relay {}: lease renewal failed ({}); it runs again in {} ms", config.owner(), e.toString(),
-          config.leaseTtl().toMillis() / 3);
+          config.leases().ttl().toMillis() / 3);
     } catch (Throwable e) {
       // The executor cancels a periodic task for good once it throws: one Error escaping here would end every
       // later renewal while the relay's thread, and its health, carried on as if its leases were safe.
       log.error("relay {}: lease renewal failed; it runs again in {} ms", config.owner(),
-          config.leaseTtl().toMillis() / 3, e);
+          config.leases().ttl().toMillis() / 3, e);
     }
   }
 }

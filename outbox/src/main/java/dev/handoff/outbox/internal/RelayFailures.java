@@ -29,11 +29,11 @@ final class RelayFailures {
   /** Whether the current run of failed cycles has said that Redis is full: one WARN per episode, not per retry. */
   private boolean saidFull;
 
-  RelayFailures(RelayConfig config, RelayHealth health, RelayFaults faults) {
+  RelayFailures(RelayConfig config, RelayCollaborators collaborators, RelayHealth health) {
     this.config = config;
-    this.listener = config.listener();
+    this.listener = collaborators.listener();
     this.health = health;
-    this.faults = faults;
+    this.faults = collaborators.faults();
   }
 
   /** A cycle succeeded: the next failure pauses briefly again. */
@@ -78,7 +78,7 @@ final class RelayFailures {
       Thread.currentThread().interrupt();
       return false;
     }
-    backoffMillis = Math.min(config.idlePollInterval().toMillis() * 5, backoffMillis * 2);
+    backoffMillis = Math.min(config.publishing().idlePollInterval().toMillis() * 5, backoffMillis * 2);
     return true;
   }
 

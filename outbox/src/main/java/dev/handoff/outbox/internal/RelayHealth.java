@@ -7,6 +7,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -32,6 +33,7 @@ final class RelayHealth {
   private static final Duration LEASE_LOST_WINDOW = Duration.ofMinutes(1);
 
   private final RelayConfig config;
+  private final Clock clock;
   private final String oldestUnpublished;
   private final String[] topics;
   private final Integer[] shards;
@@ -48,8 +50,9 @@ final class RelayHealth {
   private final StrandedShards stranded;
   private final DatabaseRewinds rewinds;
 
-  RelayHealth(RelayConfig config) {
+  RelayHealth(RelayConfig config, RelayCollaborators collaborators) {
     this.config = config;
+    this.clock = collaborators.clock();
     List<ShardId> all = config.shards();
     this.topics = all.stream().map(ShardId::topic).toArray(String[]::new);
     this.shards = all.stream().map(ShardId::shard).toArray(Integer[]::new);
@@ -59,13 +62,13 @@ final class RelayHealth {
         + " * 1000)::bigint AS age_ms FROM unnest(?::text[], ?::int[]) AS s(topic, shard) CROSS JOIN LATERAL"
         + " (SELECT created_at FROM " + config.schema() + ".outbox WHERE topic = s.topic AND shard = s.shard"
         + " AND published_at IS NULL ORDER BY id LIMIT 1) o ORDER BY age_ms DESC LIMIT 1";
-    long half = config.backlogAgeThreshold().toNanos() / 2;
+    long half = config.checks().backlogAgeThreshold().toNanos() / 2;
     this.backlogEveryNanos =
         Math.max(Duration.ofMillis(100).toNanos(), Math.min(half, Duration.ofSeconds(10).toNanos()));
     // Long enough for a probe to see it, however often it asks.
-    this.leaseLostWindowNanos = Math.max(config.leaseTtl().toNanos() * 2, LEASE_LOST_WINDOW.toNanos());
+    this.leaseLostWindowNanos = Math.max(config.leases().ttl().toNanos() * 2, LEASE_LOST_WINDOW.toNanos());
     this.stranded = new StrandedShards(config);
-    this.rewinds = new DatabaseRewinds(config);
+    this.rewinds = new DatabaseRewinds(config, collaborators);
   }
 
   DatabaseRewinds rewinds() {
@@ -93,7 +96,7 @@ final class RelayHealth {
 
   void cycleFailed(Throwable e) {
     if (failure == null) {
-      failingSince = Instant.now(config.clock());
+      failingSince = Instant.now(clock);
     }
     failuresInRow++;
     failure = e;
@@ -106,7 +109,7 @@ final class RelayHealth {
 
   /** On the relay's thread, inside its cycle: looks at the oldest unpublished row when a look is due. */
   void checkBacklogIfDue(Connections connections) throws SQLException {
-    if (config.backlogAgeThreshold().isZero() || System.nanoTime() - nextBacklogCheckNanos < 0) {
+    if (config.checks().backlogAgeThreshold().isZero() || System.nanoTime() - nextBacklogCheckNanos < 0) {
       return;
     }
     nextBacklogCheckNanos = System.nanoTime() + backlogEveryNanos;
@@ -115,9 +118,9 @@ final class RelayHealth {
       ps.setArray(2, c.createArrayOf("integer", shards));
       try (ResultSet rs = ps.executeQuery()) {
         String tooOld = null;
-        if (rs.next() && rs.getLong(3) > config.backlogAgeThreshold().toMillis()) {
+        if (rs.next() && rs.getLong(3) > config.checks().backlogAgeThreshold().toMillis()) {
           tooOld = "the oldest unpublished row of " + new ShardId(rs.getString(1), rs.getInt(2)) + " is "
-              + rs.getLong(3) + " ms old, past the threshold of " + config.backlogAgeThreshold();
+              + rs.getLong(3) + " ms old, past the threshold of " + config.checks().backlogAgeThreshold();
         }
         backlogTooOld = tooOld;
       }
@@ -158,7 +161,7 @@ final class RelayHealth {
       reasons.add(new Health.Reason(failureCode(f), relay + ": " + failuresInRow + " cycle(s) in a row failed since "
           + failingSince + ", the last with " + oneLine(f)));
     }
-    if (renewerSilentNanos > config.leaseTtl().toNanos() * 2) {
+    if (renewerSilentNanos > config.leases().ttl().toNanos() * 2) {
       reasons.add(new Health.Reason("relay-stuck", relay + ": its thread has not completed a cycle for "
           + Duration.ofNanos(renewerSilentNanos).toMillis() + " ms; its leases are no longer renewed"));
     }
@@ -169,7 +172,7 @@ final class RelayHealth {
     }
     if (listen != null && !listen.isAlive()) {
       reasons.add(new Health.Reason("listener-dead", relay + ": its LISTEN thread " + listen.getName()
-          + " died; it polls the outbox every " + config.idlePollInterval()));
+          + " died; it polls the outbox every " + config.publishing().idlePollInterval()));
     }
     String backlog = backlogTooOld;
     if (backlog != null) {

@@ -8,6 +8,7 @@ import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.Transport;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -46,6 +47,7 @@ final class RelayMaintenance {
   private static final int LAG_COUNT_LIMIT = 100_000;
 
   private final RelayConfig config;
+  private final Clock clock;
   private final RedisTransport transport;
   private final LeaseQueries leases;
   private final OutboxQueries outbox;
@@ -57,15 +59,17 @@ final class RelayMaintenance {
   private Run run;
   private volatile RetentionReport last;
 
-  RelayMaintenance(RelayConfig config, RedisTransport transport, LeaseQueries leases, OutboxQueries outbox,
-      String[] topicNames, Consumer<Runnable> notify, DeletionWatch deletions) {
+  RelayMaintenance(RelayConfig config, RelayCollaborators collaborators, RedisTransport transport,
+      LeaseQueries leases, OutboxQueries outbox, String[] topicNames, Consumer<Runnable> notify,
+      DeletionWatch deletions) {
     this.config = config;
+    this.clock = collaborators.clock();
     this.transport = transport;
     this.leases = leases;
     this.outbox = outbox;
     this.topicNames = topicNames;
     this.notify = notify;
-    this.listener = config.listener();
+    this.listener = collaborators.listener();
     this.deletions = deletions;
     this.nextRunNanos = System.nanoTime();
   }
@@ -73,7 +77,7 @@ final class RelayMaintenance {
   /** One run in progress: the streams left to trim, then the purge. */
   private final class Run {
     final long startNanos = System.nanoTime();
-    final long deadlineNanos = startNanos + config.retentionBudget().toNanos();
+    final long deadlineNanos = startNanos + config.retention().budget().toNanos();
     final Deque<OwnedShard> toTrim;
     /** Streams to look at for deleted entries, after the trims (which set their trim points). */
     final Deque<OwnedShard> toCheck;
@@ -88,7 +92,7 @@ final class RelayMaintenance {
     boolean caughtUp = true;
 
     Run(Collection<OwnedShard> owned) {
-      this.toTrim = config.trimStreams() ? new ArrayDeque<>(owned) : new ArrayDeque<>();
+      this.toTrim = config.trimming().enabled() ? new ArrayDeque<>(owned) : new ArrayDeque<>();
       this.toCheck = deletions != null ? new ArrayDeque<>(owned) : new ArrayDeque<>();
     }
   }
@@ -130,12 +134,12 @@ final class RelayMaintenance {
         continue;
       }
       RedisTransport.TrimResult t =
-          transport.trim(o.streamKey, o.relayKey, noGroupFloor(), keepFrom(), config.trimLimit());
+          transport.trim(o.streamKey, o.relayKey, noGroupFloor(), keepFrom(), config.trimming().limit());
       r.evictedOfCurrent += t.evicted();
       if (!t.minId().isEmpty()) {
         o.trimPoint = StreamId.parse(t.minId());
       }
-      boolean shardDone = t.minId().isEmpty() || t.evicted() < config.trimLimit();
+      boolean shardDone = t.minId().isEmpty() || t.evicted() < config.trimming().limit();
       boolean outOfTime = System.nanoTime() >= r.deadlineNanos;
       if (shardDone || outOfTime) {
         if (!t.minId().isEmpty() && t.groups() > 0) {
@@ -191,8 +195,9 @@ final class RelayMaintenance {
         return;
       }
     }
-    long to = r.purgeFrom + config.retentionBatchSize();
-    OutboxQueries.PurgedRange range = outbox.purgeRange(c, config.outboxRetention(), topicNames, r.purgeFrom, to);
+    long to = r.purgeFrom + config.retention().batchSize();
+    OutboxQueries.PurgedRange range =
+        outbox.purgeRange(c, config.retention().outboxRetention(), topicNames, r.purgeFrom, to);
     r.purged += range.deleted();
     if (range.rows() == 0) {
       r.purgeFrom = outbox.firstIdFrom(c, topicNames, to); // a gap: jump to the next row
@@ -207,28 +212,29 @@ final class RelayMaintenance {
   private RetentionReport finish(Connection c, Run r) throws SQLException {
     long[] lag = {0, 0, 0};
     if (!r.purgeDone) {
-      lag = outbox.purgeLag(c, config.outboxRetention(), topicNames, r.purgeFrom, LAG_COUNT_LIMIT);
+      lag = outbox.purgeLag(c, config.retention().outboxRetention(), topicNames, r.purgeFrom, LAG_COUNT_LIMIT);
     }
     long took = System.nanoTime() - r.startNanos;
-    RetentionReport report = new RetentionReport(config.clock().instant(), Duration.ofNanos(took),
+    RetentionReport report = new RetentionReport(clock.instant(), Duration.ofNanos(took),
         r.caughtUp && r.purgeDone, r.trimmed, r.purged, lag[0], lag[2] < LAG_COUNT_LIMIT,
         Duration.ofMillis(lag[1]), r.repairs);
     run = null;
     // On schedule from the run's start; a run that took longer than the interval is followed by the next at once.
-    nextRunNanos = r.startNanos + config.maintenanceInterval().toNanos();
+    nextRunNanos = r.startNanos + config.retention().maintenanceInterval().toNanos();
     last = report;
     if (r.purged > 0) {
       long rows = r.purged;
-      log.debug("relay {} purged {} published rows older than {}", config.owner(), rows, config.outboxRetention());
+      log.debug("relay {} purged {} published rows older than {}", config.owner(), rows,
+          config.retention().outboxRetention());
       notify.accept(() -> listener.purged(rows));
     }
     if (!report.caughtUp()) {
       log.warn("relay {}: retention fell behind: the run stopped at its budget of {} with {}{} published rows past"
               + " the retention of {} (oldest published {} ago) and {} stream(s) not trimmed to what their groups"
               + " finished; raise retentionBudget or retentionBatchSize, or lower the load",
-          config.owner(), config.retentionBudget(), report.rowsPastRetention(),
-          report.rowsPastRetentionExact() ? "" : "+", config.outboxRetention(), report.oldestPastRetention(),
-          report.streams().stream().filter(s -> !s.caughtUp()).count());
+          config.owner(), config.retention().budget(), report.rowsPastRetention(),
+          report.rowsPastRetentionExact() ? "" : "+", config.retention().outboxRetention(),
+          report.oldestPastRetention(), report.streams().stream().filter(s -> !s.caughtUp()).count());
     }
     notify.accept(() -> listener.maintained(report));
     return report;
@@ -258,21 +264,21 @@ final class RelayMaintenance {
    * finish), so this does nothing for them.
    */
   void trimAfterPublish(Collection<OwnedShard> shards) {
-    if (config.transport() != Transport.STREAM || !config.trimStreams()) {
+    if (config.transport() != Transport.STREAM || !config.trimming().enabled()) {
       return;
     }
     long end = System.nanoTime() + PUBLISH_TRIM_NANOS;
     for (OwnedShard o : shards) {
-      if (o.sinceTrim < config.trimSlack()) {
+      if (o.sinceTrim < config.trimming().slack()) {
         continue;
       }
       o.sinceTrim = 0;
       long evicted = 0;
       RedisTransport.TrimResult t;
       do {
-        t = transport.trim(o.streamKey, o.relayKey, noGroupFloor(), keepFrom(), config.trimLimit());
+        t = transport.trim(o.streamKey, o.relayKey, noGroupFloor(), keepFrom(), config.trimming().limit());
         evicted += t.evicted();
-      } while (t.evicted() >= config.trimLimit() && System.nanoTime() < end);
+      } while (t.evicted() >= config.trimming().limit() && System.nanoTime() < end);
       reportTrim(o.id, t.minId(), evicted);
       if (System.nanoTime() >= end) {
         return;
@@ -289,7 +295,7 @@ final class RelayMaintenance {
     long end = System.nanoTime() + SLICE_NANOS;
     long length = 0;
     long evictedAll = 0;
-    boolean streams = config.transport() == Transport.STREAM && config.trimStreams();
+    boolean streams = config.transport() == Transport.STREAM && config.trimming().enabled();
     for (OwnedShard o : shards) {
       if (!streams) {
         break;
@@ -301,7 +307,7 @@ final class RelayMaintenance {
         // left may still be finished. Into the trim margin too: a full Redis must free what is finished, or it never
         // drains by itself.
         do {
-          t = transport.trim(o.streamKey, o.relayKey, noGroupFloor(), null, config.trimLimit());
+          t = transport.trim(o.streamKey, o.relayKey, noGroupFloor(), null, config.trimming().limit());
           evicted += t.evicted();
         } while (t.evicted() > 0 && System.nanoTime() < end);
       } catch (JedisException e) {
@@ -336,12 +342,12 @@ final class RelayMaintenance {
    * failover the entries of the lost commits are still there to report and to rewind to. Null without a margin.
    */
   private StreamId keepFrom() {
-    long margin = config.trimMargin().toMillis();
-    return margin == 0 ? null : new StreamId(Math.max(0, config.clock().millis() - margin), 0);
+    long margin = config.trimming().margin().toMillis();
+    return margin == 0 ? null : new StreamId(Math.max(0, clock.millis() - margin), 0);
   }
 
   /** With no group, a stream keeps what the outbox retention keeps. */
   private StreamId noGroupFloor() {
-    return new StreamId(Math.max(0, config.clock().millis() - config.outboxRetention().toMillis()), 0);
+    return new StreamId(Math.max(0, clock.millis() - config.retention().outboxRetention().toMillis()), 0);
   }
 }

@@ -47,18 +47,18 @@ final class ShardPublisher {
   /** Set by each cycle of {@link #publishOwned}: whether the next cycle should start without waiting. */
   private boolean mayHaveMore;
 
-  ShardPublisher(RelayConfig config, RedisTransport streams, LeaseQueries leases, OutboxQueries outbox,
-      RelayFaults faults, RelayMaintenance maintenance, Map<ShardId, OwnedShard> owned, Connections connections,
+  ShardPublisher(RelayConfig config, RelayCollaborators collaborators, RedisTransport streams, LeaseQueries leases,
+      OutboxQueries outbox, RelayMaintenance maintenance, Map<ShardId, OwnedShard> owned, Connections connections,
       BiConsumer<OwnedShard, String> lostHandler, Consumer<Runnable> notifier, RedisMemory memory,
       DatabaseRewinds rewinds) {
     this.config = config;
-    this.listener = config.listener();
+    this.listener = collaborators.listener();
     this.streams = streams;
     this.outbox = outbox;
     this.loss = new StreamLoss(config.owner(), streams, outbox);
-    this.marks = new BatchMarks(config, streams, leases, outbox, lostHandler, notifier, rewinds);
-    this.transaction = new CycleTransaction(config, streams, outbox, marks, faults, owned);
-    this.faults = faults;
+    this.marks = new BatchMarks(config, collaborators, streams, leases, outbox, lostHandler, notifier, rewinds);
+    this.transaction = new CycleTransaction(config, streams, outbox, marks, collaborators.faults(), owned);
+    this.faults = collaborators.faults();
     this.maintenance = maintenance;
     this.owned = owned;
     this.connections = connections;
@@ -211,7 +211,7 @@ final class ShardPublisher {
       // A full batch may have left rows behind; a short one took all there were when it ran, and rows committed
       // since then notify (or are found by the next idle poll): no second pass over every shard just to see.
       mayHaveMore |= batch.rows().size() >= want.limit();
-      o.adaptBatchSize(batch.rows().size(), config.minBatchSize(), config.maxBatchSize());
+      o.adaptBatchSize(batch.rows().size(), config.publishing().minBatchSize(), config.publishing().maxBatchSize());
       if (!batch.rows().isEmpty()) {
         out.add(new Assigned(o, batch.rows()));
       }
@@ -248,7 +248,7 @@ final class ShardPublisher {
    */
   private PublishOutcome publishAssigned(Connection c, OwnedShard o) throws SQLException {
     // Re-published rows first: their IDs are below any pending batch's, and Redis only accepts rising IDs.
-    List<OutboxRow> rows = outbox.assigned(c, o.id, config.maxBatchSize());
+    List<OutboxRow> rows = outbox.assigned(c, o.id, config.publishing().maxBatchSize());
     if (!rows.isEmpty()) {
       return send(c, o, rows, false);
     }
@@ -282,7 +282,8 @@ final class ShardPublisher {
       int to = from;
       long bytes = 0;
       while (to < rows.size()
-          && (endsBatch || to == from || bytes + rows.get(to).payload().length <= config.maxBatchBytes())) {
+          && (endsBatch || to == from
+              || bytes + rows.get(to).payload().length <= config.publishing().maxBatchBytes())) {
         bytes += rows.get(to).payload().length;
         to++;
       }

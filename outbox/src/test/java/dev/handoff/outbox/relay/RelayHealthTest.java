@@ -129,7 +129,7 @@ class RelayHealthTest {
     };
     try (Relay relay = relay(env.dataSource(), env.redis(), "health-backlog")
         .backlogAgeThreshold(Duration.ofMillis(300)).faults(faults).build()) {
-      assertThat(relay.config().backlogAgeThreshold()).isEqualTo(Duration.ofMillis(300));
+      assertThat(relay.config().checks().backlogAgeThreshold()).isEqualTo(Duration.ofMillis(300));
       relay.start();
       RelayTestSupport.append(env, "health-backlog", 5);
       await().atMost(DEADLINE).until(() -> relay.health().has("backlog-old"));
@@ -148,7 +148,7 @@ class RelayHealthTest {
 
   @Test
   void theBacklogCheckIsOffByDefault() {
-    assertThat(relay(env.dataSource(), env.redis(), "health-default").build().config().backlogAgeThreshold())
+    assertThat(relay(env.dataSource(), env.redis(), "health-default").build().config().checks().backlogAgeThreshold())
         .isEqualTo(Duration.ZERO);
   }
 

@@ -12,6 +12,7 @@ import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.Transport;
 import dev.handoff.outbox.internal.DefaultRelay;
 import dev.handoff.outbox.internal.MetricsRefresher;
+import dev.handoff.outbox.internal.RelayCollaborators;
 import dev.handoff.outbox.internal.Statements;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -65,10 +66,11 @@ public final class RelayMetrics implements RelayListener {
   }
 
   /** Builds the relay with its listener wrapped and its gauges registered and refreshed every {@code interval}. */
-  public static Relay build(MeterRegistry registry, Duration interval, RelayConfig config, DataSource dataSource,
-      UnifiedJedis redis, Function<RelayConfig, DefaultRelay> create) {
-    RelayMetrics metrics = new RelayMetrics(registry, config.listener());
-    DefaultRelay relay = create.apply(withListener(config, metrics));
+  public static Relay build(MeterRegistry registry, Duration interval, RelayConfig config,
+      RelayCollaborators collaborators, DataSource dataSource, UnifiedJedis redis,
+      Function<RelayCollaborators, DefaultRelay> create) {
+    RelayMetrics metrics = new RelayMetrics(registry, collaborators.listener());
+    DefaultRelay relay = create.apply(collaborators.withListener(metrics));
     Gauge.builder("handoff.relay.leases.owned", relay, r -> r.ownedShards().size())
         .description("shards this relay holds a lease on").register(registry);
     Gauge.builder("handoff.relay.redis.full", relay, r -> r.health().has("redis-full") ? 1 : 0)
@@ -85,14 +87,6 @@ public final class RelayMetrics implements RelayListener {
     Runnable refresh = () -> metrics.refresh(config, db, redis);
     relay.attachMetrics(new MetricsRefresher("relay-" + config.owner(), interval, refresh));
     return relay;
-  }
-
-  private static RelayConfig withListener(RelayConfig c, RelayListener listener) {
-    return new RelayConfig(c.schema(), c.keyPrefix(), c.topics(), c.owner(), c.leaseTtl(), c.minBatchSize(),
-        c.maxBatchSize(), c.maxBatchBytes(), c.idlePollInterval(), c.outboxRetention(), c.retentionBatchSize(),
-        c.maintenanceInterval(), c.trimLimit(), c.trimStreams(), c.trimSlack(), c.trimMargin(), c.retentionBudget(),
-        c.drainTimeout(), listener, c.clock(), c.transport(), c.listCapacity(), c.backlogAgeThreshold(),
-        c.pauseOnDatabaseRewind());
   }
 
   // ---- the gauges that need a query: refreshed on the schedule ------------------------------------------------
