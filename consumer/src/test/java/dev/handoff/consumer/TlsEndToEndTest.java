@@ -12,6 +12,9 @@ import dev.handoff.testing.TestEnvironment;
 import dev.handoff.testing.TlsRedis;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -147,5 +150,40 @@ class TlsEndToEndTest {
       assertThat(f.doubleEffects(group)).isZero();
       assertThat(f.inboxCount(group)).isEqualTo(MESSAGES);
     }
+  }
+
+  /** docs/operations.md's example of a RedisConnectionSpec, line for line (DocExamplesTest checks it). */
+  @Test
+  void theOperationsPageExampleConnectsTheConsumerAndTheRelaysClientOverMutualTls() throws Exception {
+    DataSource dataSource = env.dataSource();
+    String redisUrl = "rediss://:tls%2Bsecret@127.0.0.1:" + mutual.port();
+    String caFile = certs.caCertificate().toString();
+    String certFile = certs.clientCertificate().toString();
+    String keyFile = certs.clientKey().toString();
+    DocLedger ledger = new DocLedger(dataSource, env.schema());
+    List<UUID> ids = ledger.pay(TopicConfig.of("payments"), 10);
+
+    RedisConnectionSpec redis = RedisConnectionSpec.builder(redisUrl)   // "rediss://app:secret@cache.internal:6380"
+        .caFile(Path.of(caFile))                                      // "/etc/handoff/redis-ca.pem"
+        .clientCertificate(Path.of(certFile), Path.of(keyFile))       // "/etc/handoff/app.pem", "/etc/handoff/app.key"
+        .build();
+    StreamConsumer consumer = StreamConsumer.builder(dataSource, redis).topic("payments").group("ledger")
+        .schema(env.schema()).keyPrefix(env.keyPrefix())              // the test's own
+        .handler((tx, message) -> ledger.charge(tx, message))
+        .build();
+    RedisClient client = RedisClient.builder().hostAndPort(redis.hostAndPort())          // for Relay.builder
+        .clientConfig(DefaultJedisClientConfig.builder().from(redis.clientConfig()).resp2().build()).build();
+
+    try (client; consumer;
+        Relay relay = Relay.builder(dataSource, client).schema(env.schema()).keyPrefix(env.keyPrefix())
+            .topic("payments").build()) {
+      assertThat(redis.url().tls()).isTrue();
+      relay.start();
+      consumer.start();
+      ConsumerTestKit.awaitProcessed(consumer, ids, Duration.ofSeconds(30));
+      ConsumerTestKit.awaitDrained(consumer, Duration.ofSeconds(30));
+    }
+    assertThat(ledger.charges("payments")).isEqualTo(10);
+    assertThat(ledger.doubleCharges("payments")).isZero();
   }
 }

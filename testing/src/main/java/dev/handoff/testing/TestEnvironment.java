@@ -99,6 +99,23 @@ public final class TestEnvironment implements AutoCloseable {
   }
 
   /**
+   * A new database of this test's own on the shared server, holding nothing but PostgreSQL's {@code public} schema:
+   * for code that uses handoff's default schema ({@code handoff}) or a schema name of its own, as a deployment
+   * does, without meeting another test class. Returns a pool of up to 8 connections to it; the pool is closed and
+   * the database dropped with this environment.
+   */
+  public DataSource newDatabase() {
+    String name = schema + "_db" + (resources.size() + 1);
+    execute("CREATE DATABASE " + name);
+    HikariDataSource pool = TestServers.newDataSource(TestServers.jdbcUrlOf(name), null, 8);
+    resources.add(() -> {
+      pool.close();
+      execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+    });
+    return pool;
+  }
+
+  /**
    * A new login role without any privilege, with a random name; dropped with this environment (before its schema).
    * Grant it what the test needs with {@link DatabaseRole#grant} and connect as it with
    * {@link DatabaseRole#newDataSource}.

@@ -65,9 +65,19 @@ public final class TestServers {
    * (the server's default when null). The caller closes it; a {@link HandoffTest} has {@link TestEnvironment}'s.
    */
   public static HikariDataSource newDataSource(String schema, int maxConnections) {
+    return newDataSource(postgres().jdbcUrl(), schema, maxConnections);
+  }
+
+  /** The JDBC URL of database {@code database} on the shared PostgreSQL server. */
+  static String jdbcUrlOf(String database) {
+    return postgres().jdbcUrl().replaceFirst("(jdbc:postgresql://[^/]+/)[^?]*", "$1" + database);
+  }
+
+  /** A new pool to {@code jdbcUrl} on the shared server, as its user, as {@link #newDataSource(String, int)}. */
+  static HikariDataSource newDataSource(String jdbcUrl, String schema, int maxConnections) {
     Postgres pg = postgres();
     HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(pg.jdbcUrl());
+    config.setJdbcUrl(jdbcUrl);
     if (pg.user() != null) {
       config.setUsername(pg.user());
     }

@@ -28,6 +28,19 @@ class RedisClusterTest {
     cluster.close();
   }
 
+  /** docs/scaling.md's example of a cluster test, line for line (DocExamplesTest checks it). */
+  @Test
+  void aKeyIsReadBackFromTheMasterThatOwnsItsSlot() {
+    try (RedisClusterClient client = cluster.newClient()) {   // seeds = all six nodes, RESP2
+      client.set("handoff:{payments:3}", "v");
+      HostAndPort owner = cluster.nodeForKey("handoff:{payments:3}");
+      try (Jedis node = cluster.admin(owner)) {                // a plain connection to that node
+        assertThat(node.get("handoff:{payments:3}")).isEqualTo("v");
+      }
+      assertThat(cluster.masters()).contains(owner);
+    }
+  }
+
   @Test
   void formsThreeMastersWithEvenSlotsAndOneAttachedReplicaEach() {
     List<HostAndPort> masters = cluster.masters();

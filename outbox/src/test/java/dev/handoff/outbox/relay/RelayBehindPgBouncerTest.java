@@ -24,6 +24,7 @@ import java.util.List;
 import java.util.Set;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
+import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.resps.StreamEntry;
 
 /**
@@ -52,10 +53,11 @@ class RelayBehindPgBouncerTest {
   private final Outbox outbox;
   private int appended;
   private String topic;
+  private int shards = 1;
 
   RelayBehindPgBouncerTest(TestEnvironment env) {
     this.env = env;
-    this.outbox = Outbox.builder().schema(env.schema()).build();
+    this.outbox = Outbox.builder().schema(env.schema()).topic(TopicConfig.of("payments").withShards(4)).build();
   }
 
   @Test
@@ -122,6 +124,32 @@ class RelayBehindPgBouncerTest {
     }
   }
 
+  /** docs/operations.md's example, line for line (DocExamplesTest checks it), through PgBouncer. */
+  @Test
+  void theOperationsPageExampleThroughTransactionPoolingIsWokenByNotifications() throws Exception {
+    try (PgBouncerServer pgbouncer = PgBouncerServer.start(PoolMode.TRANSACTION);
+        HikariDataSource pooledDataSource = pgbouncer.newDataSource(6);
+        HikariDataSource app = pgbouncer.newDataSource(2, "prepareThreshold", "0");
+        LogCapture logs = LogCapture.start()) {
+      DataSource directDataSource = env.newDataSource(1);
+      RedisClient redis = env.redis();
+      topic = "payments";
+      shards = 4;
+      appended = 0;
+
+      Relay relay = Relay.builder(pooledDataSource, redis)          // through PgBouncer, transaction pooling
+          .notificationDataSource(directDataSource)                 // one connection held, straight to PostgreSQL
+          .topic(TopicConfig.of("payments").withShards(4))
+          .schema(env.schema()).keyPrefix(env.keyPrefix())          // the test's own
+          .idlePollInterval(Duration.ofMinutes(10)).leaseTtl(Duration.ofMinutes(10))
+          .maintenanceInterval(Duration.ofHours(1))                 // so that only a notification wakes it in time
+          .build();
+
+      assertWokenByNotifications(relay, app, logs);
+      assertThat(env.queryLong("SELECT count(DISTINCT shard) FROM outbox WHERE topic = 'payments'")).isEqualTo(4);
+    }
+  }
+
   private void assertWokenByNotifications(DataSource pool, DataSource app, DataSource notifications,
       LogCapture logs) throws Exception {
     RelayBuilder builder = relay(pool).idlePollInterval(Duration.ofMinutes(10)).leaseTtl(Duration.ofMinutes(10))
@@ -129,7 +157,10 @@ class RelayBehindPgBouncerTest {
     if (notifications != null) {
       builder.notificationDataSource(notifications);
     }
-    Relay relay = builder.build();
+    assertWokenByNotifications(builder.build(), app, logs);
+  }
+
+  private void assertWokenByNotifications(Relay relay, DataSource app, LogCapture logs) throws Exception {
     try {
       relay.start();
       appendBatches(app); // the first cycles and the first maintenance run (which hurries the loop) are behind us
@@ -180,11 +211,23 @@ class RelayBehindPgBouncerTest {
 
   private void awaitStreamLength(long length, Duration within) {
     await("stream length " + length).atMost(within).pollInterval(Duration.ofMillis(10))
-        .until(() -> env.redis().xlen(streamKey()) >= length);
+        .until(() -> streamLength() >= length);
+  }
+
+  /** The entries of the topic's streams, all shards together. */
+  private long streamLength() {
+    long length = 0;
+    for (int shard = 0; shard < shards; shard++) {
+      length += env.redis().xlen(StreamFormat.streamKey(env.keyPrefix(), topic, shard));
+    }
+    return length;
   }
 
   private void assertPublishedOnce(int rows) {
-    List<StreamEntry> entries = env.redis().xrange(streamKey(), "-", "+", rows + 10);
+    List<StreamEntry> entries = new ArrayList<>();
+    for (int shard = 0; shard < shards; shard++) {
+      entries.addAll(env.redis().xrange(StreamFormat.streamKey(env.keyPrefix(), topic, shard), "-", "+", rows + 10));
+    }
     Set<String> ids = new HashSet<>();
     entries.forEach(e -> ids.add(e.getFields().get(StreamFormat.MESSAGE_ID)));
     assertThat(entries).hasSize(rows);
@@ -192,9 +235,5 @@ class RelayBehindPgBouncerTest {
     assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE topic = ? AND published_at IS NOT NULL", topic))
         .isEqualTo(rows);
     assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE topic = ?", topic)).isEqualTo(rows);
-  }
-
-  private String streamKey() {
-    return StreamFormat.streamKey(env.keyPrefix(), topic, 0);
   }
 }
