@@ -53,7 +53,7 @@ class ListsDocExampleTest {
 
     try (relay; consumer) {
       assertThat(relay.config().transport()).isEqualTo(Transport.LIST);
-      assertThat(relay.config().listCapacity()).isEqualTo(10_000);
+      assertThat(relay.config().publishing().listCapacity()).isEqualTo(10_000);
       relay.start();
       consumer.start();
       ConsumerTestKit.awaitProcessed(consumer, ids, Duration.ofSeconds(30));
