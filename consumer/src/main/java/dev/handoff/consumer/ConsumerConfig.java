@@ -26,7 +26,7 @@ import java.util.regex.Pattern;
  * @param topic the topic and its shard count (must match the producers' and the relay's); required
  * @param group the consumer group; also the first column of the inbox marker; required
  * @param consumerName the base of the consumer names; worker {@code i} reads as {@code <consumerName>-<i>}; default
- *     {@code <host>-<pid>-<random>}, unique per builder
+ *     {@code <host>-<pid>-<random>}, unique per process
  * @param reading how many workers read, how much each holds and how long each waits
  * @param retries what becomes of a message whose handler fails
  * @param upkeep what a started consumer does for its group beside its workers
