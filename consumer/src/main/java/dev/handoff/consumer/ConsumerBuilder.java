@@ -1,5 +1,7 @@
 package dev.handoff.consumer;
 
+import dev.handoff.consumer.internal.Collaborators;
+import dev.handoff.consumer.internal.ConsumerNames;
 import dev.handoff.consumer.internal.JooqHandlers;
 import dev.handoff.consumer.internal.SettleOptions;
 import dev.handoff.consumer.internal.micrometer.ConsumerMetrics;
@@ -20,7 +22,7 @@ import java.util.LinkedHashSet;
 import java.util.Objects;
 import java.util.Set;
 import java.util.function.BiConsumer;
-import java.util.function.Function;
+import java.util.function.BiFunction;
 import javax.sql.DataSource;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
@@ -303,26 +305,51 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
     return self();
   }
 
-  /** Builds through {@code create}, instrumented when a meter registry was given. */
-  final <C extends HandoffConsumer> C buildWith(Function<ConsumerConfig, C> create,
+  /**
+   * Builds through {@code create}, instrumented when a meter registry was given. Every setting and collaborator is
+   * checked before the database is asked anything.
+   */
+  final <C extends HandoffConsumer> C buildWith(BiFunction<ConsumerConfig, Collaborators, C> create,
       BiConsumer<C, MetricsRefresher> attachMetrics) {
-    ConsumerConfig config = config(); // every setting is checked before the database is asked anything
+    ConsumerConfig config = config();
+    Collaborators collaborators = new Collaborators(handler, batchHandler, listener, clock, faults);
+    FailureIsolation isolation = config.retries().failureIsolation();
+    if (batchHandler != null && isolation != FailureIsolation.OPTIMISTIC_BATCH) {
+      throw new IllegalArgumentException("a batchHandler needs failureIsolation OPTIMISTIC_BATCH, was " + isolation);
+    }
     if (topicCountFromDatabase) {
       topic = topic.withShards(declaredShards(topic.name()));
       config = config();
     }
-    if (transactions != null && config.failureIsolation() == FailureIsolation.SAVEPOINT_PER_MESSAGE) {
+    if (transactions != null && isolation == FailureIsolation.SAVEPOINT_PER_MESSAGE) {
       throw new IllegalArgumentException("failureIsolation SAVEPOINT_PER_MESSAGE cannot be used with transactions()"
           + " run by the application: a savepoint rollback does not undo what its framework holds outside the"
           + " database (a JPA persistence context); use OPTIMISTIC_BATCH");
     }
     if (meterRegistry == null) {
-      return create.apply(config);
+      return create.apply(config, collaborators);
     }
     if (metricsRefreshInterval == null || metricsRefreshInterval.isNegative() || metricsRefreshInterval.isZero()) {
       throw new IllegalArgumentException("metricsRefreshInterval must be positive, was " + metricsRefreshInterval);
     }
-    return ConsumerMetrics.build(meterRegistry, metricsRefreshInterval, config, create, attachMetrics);
+    return ConsumerMetrics.build(meterRegistry, metricsRefreshInterval, config, collaborators, create,
+        attachMetrics);
+  }
+
+  /**
+   * The config of this builder's shared settings with the groups a transport's builder made: each group is
+   * validated when it is made, so a transport's builder makes them in the order its errors should come in.
+   */
+  final ConsumerConfig config(ConsumerConfig.Reading reading, ConsumerConfig.Retries retries,
+      ConsumerConfig.TransportSettings transport) {
+    return new ConsumerConfig(schema, keyPrefix, topic, group,
+        consumerName != null ? consumerName : ConsumerNames.generate(), reading, retries,
+        new ConsumerConfig.Upkeep(inboxRetention, retryRequestInterval), transport);
+  }
+
+  /** How this builder's consumer reads; validated. */
+  final ConsumerConfig.Reading reading() {
+    return new ConsumerConfig.Reading(workers, batchSize, block, redisPoolWait);
   }
 
   /** How batches are settled: whose transactions, and whether ghosts are refused. */

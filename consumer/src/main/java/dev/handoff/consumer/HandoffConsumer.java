@@ -109,8 +109,8 @@ public interface HandoffConsumer extends AutoCloseable {
    *       failure, a revoked grant or a missing table too; {@code redis-unreachable}; {@code infrastructure-pause}
    *       for a handler's {@link RetryLaterException}; {@code not-the-producers-database} when ghosts are refused
    *       but this database never held a row of the topic), a worker whose thread died ({@code worker-dead}; it gets a
-   *       new thread within {@code leaseRenewInterval}, with one ERROR line), or one on such a new thread that has
-   *       not yet completed a step ({@code worker-replaced}).
+   *       new thread within {@code leaseRenewInterval}, a list consumer's {@code heartbeatInterval}, with one ERROR
+   *       line), or one on such a new thread that has not yet completed a step ({@code worker-replaced}).
    *   <li>{@code UP} otherwise.
    * </ul>
    */

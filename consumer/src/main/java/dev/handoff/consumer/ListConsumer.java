@@ -52,10 +52,10 @@ import redis.clients.jedis.HostAndPort;
  * </ul>
  *
  * <p>Unlike streams, a list element goes to one consumer: every consumer of a topic's lists must use the same
- * {@code group} (the scope of the inbox), and fan-out to several groups needs the stream transport. The mapping of
- * the shared {@link ConsumerConfig}: {@code minIdle} is the heartbeat TTL, {@code leaseRenewInterval} the heartbeat
- * interval, {@code reclaimInterval} the reaper interval; {@code startPosition} and {@code statusScanLimit} do not
- * apply.
+ * {@code group} (the scope of the inbox), and fan-out to several groups needs the stream transport. Its
+ * {@link #config()} holds the heartbeat TTL and interval and the reaper interval in
+ * {@link ConsumerConfig.ListSettings}; the stream transport's settings ({@code minIdle}, {@code startPosition},
+ * {@code statusScanLimit} and the rest of {@link ConsumerConfig.StreamSettings}) do not apply.
  *
  * <p>Implementations are thread-safe. {@link #pollOnce()} is the deterministic alternative to {@link #start()} for
  * tests; do not mix them.

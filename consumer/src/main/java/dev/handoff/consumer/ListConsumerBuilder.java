@@ -1,6 +1,5 @@
 package dev.handoff.consumer;
 
-import dev.handoff.consumer.internal.ConsumerNames;
 import dev.handoff.consumer.internal.DefaultListConsumer;
 import java.time.Duration;
 import javax.sql.DataSource;
@@ -74,41 +73,19 @@ public final class ListConsumerBuilder extends ConsumerBuilder<ListConsumerBuild
     return this;
   }
 
-  /** The validated settings, in the shared record (see {@link ListConsumer} for the mapping of names). */
+  /** The validated settings this builder would build with, its own in {@link ConsumerConfig.ListSettings}. */
   @Override
   public ConsumerConfig config() {
     Duration interval = heartbeatInterval != null ? heartbeatInterval
         : heartbeatTtl == null ? null : heartbeatTtl.dividedBy(3);
+    // The list's own settings first: the backoff's default follows heartbeatTtl, which must be valid to follow.
+    ConsumerConfig.ListSettings lists = new ConsumerConfig.ListSettings(heartbeatTtl, interval, reapInterval);
     Duration max = maxBackoff != null ? maxBackoff : heartbeatTtl;
     Duration initial = initialBackoff;
-    if (maxBackoff == null && initial != null && max != null && initial.compareTo(max) > 0) {
+    if (maxBackoff == null && initial != null && initial.compareTo(max) > 0) {
       initial = max;
     }
-    requireValidListSettings(interval, initial, max);
-    return new ConsumerConfig(schema, keyPrefix, topic, group,
-        consumerName != null ? consumerName : ConsumerNames.generate(), handler, batchHandler, workers, batchSize,
-        block, heartbeatTtl, interval, reapInterval, maxDeliveries, initial, max, StartPosition.BEGINNING,
-        failureIsolation, redisPoolWait, StreamConsumerBuilder.DEFAULT_STATUS_SCAN_LIMIT, inboxRetention, retryRequestInterval, listener,
-        clock);
-  }
-
-  /**
-   * Checks the settings the shared config knows by stream names (minIdle, leaseRenewInterval, reclaimInterval), so
-   * that an error names the setting of this builder the user actually set. The rules are the config's own.
-   */
-  private void requireValidListSettings(Duration interval, Duration initial, Duration max) {
-    ConsumerConfig.requirePositive("heartbeatTtl", heartbeatTtl);
-    ConsumerConfig.requirePositive("heartbeatInterval", interval);
-    if (interval.multipliedBy(2).compareTo(heartbeatTtl) >= 0) {
-      throw new IllegalArgumentException("heartbeatInterval must be less than heartbeatTtl / 2 (heartbeatTtl "
-          + heartbeatTtl + "), was " + interval);
-    }
-    ConsumerConfig.requirePositive("reapInterval", reapInterval);
-    ConsumerConfig.requirePositive("initialBackoff", initial);
-    ConsumerConfig.requirePositive("maxBackoff", max);
-    if (max.compareTo(heartbeatTtl) > 0) {
-      throw new IllegalArgumentException("maxBackoff must not exceed heartbeatTtl (" + heartbeatTtl + "), was " + max);
-    }
+    return config(reading(), new ConsumerConfig.Retries(maxDeliveries, initial, max, failureIsolation), lists);
   }
 
   /**
@@ -119,7 +96,7 @@ public final class ListConsumerBuilder extends ConsumerBuilder<ListConsumerBuild
    */
   @Override
   public ListConsumer build() {
-    return buildWith(c -> new DefaultListConsumer(c, dataSource, settling(), redis, redisCluster, redisConfig, faults),
-        (c, metrics) -> c.attachMetrics(metrics));
+    return buildWith((config, collaborators) -> new DefaultListConsumer(config, collaborators, dataSource,
+        settling(), redis, redisCluster, redisConfig), (c, metrics) -> c.attachMetrics(metrics));
   }
 }

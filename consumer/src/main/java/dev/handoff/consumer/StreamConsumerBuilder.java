@@ -1,6 +1,5 @@
 package dev.handoff.consumer;
 
-import dev.handoff.consumer.internal.ConsumerNames;
 import dev.handoff.consumer.internal.DefaultStreamConsumer;
 import java.time.Duration;
 import javax.sql.DataSource;
@@ -96,19 +95,19 @@ public final class StreamConsumerBuilder extends ConsumerBuilder<StreamConsumerB
     return this;
   }
 
-  /** The validated settings this builder would build with. */
+  /** The validated settings this builder would build with, its own in {@link ConsumerConfig.StreamSettings}. */
   @Override
   public ConsumerConfig config() {
+    ConsumerConfig.Reading reading = reading();
     Duration renew = leaseRenewInterval != null ? leaseRenewInterval : minIdle == null ? null : minIdle.dividedBy(3);
+    ConsumerConfig.StreamSettings streams =
+        new ConsumerConfig.StreamSettings(minIdle, renew, reclaimInterval, startPosition, statusScanLimit);
     Duration max = maxBackoff != null ? maxBackoff : minIdle;
     Duration initial = initialBackoff;
-    if (maxBackoff == null && initial != null && max != null && initial.compareTo(max) > 0) {
+    if (maxBackoff == null && initial != null && initial.compareTo(max) > 0) {
       initial = max; // only the defaults conflict here (minIdle below 1 s): follow minIdle
     }
-    return new ConsumerConfig(schema, keyPrefix, topic, group,
-        consumerName != null ? consumerName : ConsumerNames.generate(), handler, batchHandler, workers, batchSize,
-        block, minIdle, renew, reclaimInterval, maxDeliveries, initial, max, startPosition, failureIsolation,
-        redisPoolWait, statusScanLimit, inboxRetention, retryRequestInterval, listener, clock);
+    return config(reading, new ConsumerConfig.Retries(maxDeliveries, initial, max, failureIsolation), streams);
   }
 
   /**
@@ -120,7 +119,7 @@ public final class StreamConsumerBuilder extends ConsumerBuilder<StreamConsumerB
    */
   @Override
   public StreamConsumer build() {
-    return buildWith(c -> new DefaultStreamConsumer(c, dataSource, settling(), redis, redisCluster, redisConfig, faults),
-        (c, metrics) -> c.attachMetrics(metrics));
+    return buildWith((config, collaborators) -> new DefaultStreamConsumer(config, collaborators, dataSource,
+        settling(), redis, redisCluster, redisConfig), (c, metrics) -> c.attachMetrics(metrics));
   }
 }

@@ -35,46 +35,47 @@ class DocumentedDefaultsTest {
 
   @Test
   void maxDeliveriesDefaultsToTen() {
-    assertThat(stream().config().maxDeliveries()).isEqualTo(10);
-    assertThat(list().config().maxDeliveries()).isEqualTo(10);
+    assertThat(stream().config().retries().maxDeliveries()).isEqualTo(10);
+    assertThat(list().config().retries().maxDeliveries()).isEqualTo(10);
   }
 
   @Test
   void statusScanLimitDefaultsToTenThousand() {
-    assertThat(stream().config().statusScanLimit()).isEqualTo(10_000);
-    assertThat(list().config().statusScanLimit()).isEqualTo(10_000);
+    assertThat(stream().config().streamSettings().statusScanLimit()).isEqualTo(10_000);
+    assertThat(StreamConsumerBuilder.DEFAULT_STATUS_SCAN_LIMIT).isEqualTo(10_000);
   }
 
   @Test
   void minIdleDefaultsToThirtySeconds() {
-    assertThat(stream().config().minIdle()).isEqualTo(Duration.ofSeconds(30));
+    assertThat(stream().config().streamSettings().minIdle()).isEqualTo(Duration.ofSeconds(30));
   }
 
   @Test
   void reclaimIntervalDefaultsToOneSecond() {
-    assertThat(stream().config().reclaimInterval()).isEqualTo(Duration.ofSeconds(1));
+    assertThat(stream().config().streamSettings().reclaimInterval()).isEqualTo(Duration.ofSeconds(1));
   }
 
   @Test
   void leaseRenewIntervalDefaultsToAThirdOfMinIdle() {
-    assertThat(stream().config().leaseRenewInterval()).isEqualTo(Duration.ofSeconds(10));
-    assertThat(stream().minIdle(Duration.ofSeconds(9)).config().leaseRenewInterval())
+    assertThat(stream().config().streamSettings().leaseRenewInterval()).isEqualTo(Duration.ofSeconds(10));
+    assertThat(stream().minIdle(Duration.ofSeconds(9)).config().streamSettings().leaseRenewInterval())
         .isEqualTo(Duration.ofSeconds(3));
-    assertThat(stream().minIdle(Duration.ofMillis(600)).config().leaseRenewInterval())
+    assertThat(stream().minIdle(Duration.ofMillis(600)).config().streamSettings().leaseRenewInterval())
         .isEqualTo(Duration.ofMillis(200));
   }
 
   @Test
   void backoffDefaultsToOneSecondDoublingUpToMinIdle() {
-    ConsumerConfig defaults = stream().config();
+    ConsumerConfig.Retries defaults = stream().config().retries();
     assertThat(defaults.initialBackoff()).isEqualTo(Duration.ofSeconds(1));
     assertThat(defaults.maxBackoff()).isEqualTo(Duration.ofSeconds(30));
-    assertThat(stream().minIdle(Duration.ofSeconds(12)).config().maxBackoff()).isEqualTo(Duration.ofSeconds(12));
+    assertThat(stream().minIdle(Duration.ofSeconds(12)).config().retries().maxBackoff())
+        .isEqualTo(Duration.ofSeconds(12));
   }
 
   @Test
   void newGroupsStartFromTheBeginningByDefault() {
-    assertThat(stream().config().startPosition()).isEqualTo(StartPosition.BEGINNING);
+    assertThat(stream().config().streamSettings().startPosition()).isEqualTo(StartPosition.BEGINNING);
   }
 
   @Test
@@ -100,15 +101,15 @@ class DocumentedDefaultsTest {
     InboxRetention defaults = InboxRetention.defaults();
     assertThat(defaults.automatic()).isTrue();
     assertThat(defaults.purgeInterval()).isEqualTo(Duration.ofMinutes(10));
-    assertThat(stream().config().inboxRetention()).isEqualTo(defaults);
-    assertThat(list().config().inboxRetention()).isEqualTo(defaults);
+    assertThat(stream().config().upkeep().inboxRetention()).isEqualTo(defaults);
+    assertThat(list().config().upkeep().inboxRetention()).isEqualTo(defaults);
   }
 
   @Test
   void requestedDeadLetterRetriesArePickedUpEveryFiveSeconds() {
     assertThat(ConsumerBuilder.DEFAULT_RETRY_REQUEST_INTERVAL).isEqualTo(Duration.ofSeconds(5));
-    assertThat(stream().config().retryRequestInterval()).isEqualTo(Duration.ofSeconds(5));
-    assertThat(list().config().retryRequestInterval()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(stream().config().upkeep().retryRequestInterval()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(list().config().upkeep().retryRequestInterval()).isEqualTo(Duration.ofSeconds(5));
     assertThatThrownBy(() -> stream().retryRequestInterval(Duration.ZERO).config())
         .isInstanceOf(IllegalArgumentException.class).hasMessage("retryRequestInterval must be positive, was PT0S");
   }

@@ -10,8 +10,9 @@ import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.Test;
 
 /**
- * The list builder reports an invalid setting by its own name (heartbeatTtl, heartbeatInterval, reapInterval), not
- * by the name the shared {@link ConsumerConfig} gives it (minIdle, leaseRenewInterval, reclaimInterval).
+ * The list builder reports an invalid setting by its own name (heartbeatTtl, heartbeatInterval, reapInterval), never
+ * by a stream setting's (minIdle, leaseRenewInterval, reclaimInterval), and its config holds them as
+ * {@link ConsumerConfig.ListSettings}, with no stream settings.
  */
 @HandoffTest(migrate = false)
 class ListConsumerSettingsTest {
@@ -64,9 +65,17 @@ class ListConsumerSettingsTest {
   @Test
   void theDefaultsAreValid() {
     ConsumerConfig config = valid().config();
-    assertThat(config.minIdle()).isEqualTo(ListConsumerBuilder.DEFAULT_HEARTBEAT_TTL);
-    assertThat(config.leaseRenewInterval()).isEqualTo(Duration.ofSeconds(5));
-    assertThat(config.reclaimInterval()).isEqualTo(ListConsumerBuilder.DEFAULT_REAP_INTERVAL);
+    assertThat(config.transport()).isEqualTo(new ConsumerConfig.ListSettings(ListConsumerBuilder.DEFAULT_HEARTBEAT_TTL,
+        Duration.ofSeconds(5), ListConsumerBuilder.DEFAULT_REAP_INTERVAL));
+    assertThat(config.listSettings()).isSameAs(config.transport());
+    assertThat(config.retries().maxBackoff()).isEqualTo(ListConsumerBuilder.DEFAULT_HEARTBEAT_TTL);
+  }
+
+  @Test
+  void aListConsumersConfigHasNoStreamSettings() {
+    ConsumerConfig config = valid().config();
+    assertThatThrownBy(config::streamSettings).isInstanceOf(IllegalStateException.class)
+        .hasMessage("consumer group 'g' has a list consumer's settings, not a stream's");
   }
 
   private void assertInvalid(UnaryOperator<ListConsumerBuilder> settings, String message) {

@@ -1,7 +1,6 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
-import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.PausedWorker;
 import dev.handoff.outbox.Health;
@@ -56,6 +55,7 @@ abstract class AbstractConsumer extends ConsumerOperations {
   private volatile boolean abandon;
   private final WorkerSlots slots;
   private final ShardCountCheck shardCount;
+  private final Duration workerCheckInterval;
 
   /**
    * How a transport's consumer speaks of itself in exceptions and log lines.
@@ -68,9 +68,14 @@ abstract class AbstractConsumer extends ConsumerOperations {
    */
   record Words(String kind, String label, String workerLabel, String unit, String abandonNote) {}
 
-  AbstractConsumer(ConsumerConfig config, DataSource dataSource, SettleOptions settling, Logger log,
-      Words words) {
-    super(config, dataSource, settling, log, words.workerLabel(), words.unit(), words.label());
+  /**
+   * @param workerCheckInterval how often a worker whose thread died is looked for: the transport's renewal interval
+   *     ({@code leaseRenewInterval}, a list's {@code heartbeatInterval}), within which a live worker shows it lives
+   */
+  AbstractConsumer(ConsumerConfig config, Collaborators collaborators, DataSource dataSource, SettleOptions settling,
+      Logger log, Words words, Duration workerCheckInterval) {
+    super(config, collaborators, dataSource, settling, log, words.workerLabel(), words.unit(), words.label());
+    this.workerCheckInterval = workerCheckInterval;
     this.log = log;
     this.words = words;
     this.kind = words.kind();
@@ -91,9 +96,9 @@ abstract class AbstractConsumer extends ConsumerOperations {
    *
    * @param afterRedisFailure run when a worker meets a Redis failure, before it pauses
    */
-  protected final DeliveryWorker.Shared sharedByWorkers(ConsumerFaults faults, Runnable afterRedisFailure) {
-    return new DeliveryWorker.Shared(config, settler, reporter(), faults, this::running, this::abandoning, log,
-        words.workerLabel(), afterRedisFailure);
+  protected final DeliveryWorker.Shared sharedByWorkers(Runnable afterRedisFailure) {
+    return new DeliveryWorker.Shared(config, collaborators, settler, reporter(), this::running, this::abandoning,
+        log, words.workerLabel(), afterRedisFailure);
   }
 
   /** The pauses of {@code workers}, in worker order. */
@@ -157,11 +162,11 @@ abstract class AbstractConsumer extends ConsumerOperations {
 
   /**
    * Starts {@code w} on a thread of its own, and (once, on the housekeeping thread) the check that gives a worker
-   * whose thread died a new one every {@code leaseRenewInterval}.
+   * whose thread died a new one every {@code workerCheckInterval}.
    */
   protected final synchronized void startWorker(DeliveryWorker w, String threadName) {
     if (housekeeping != null && !supervised) {
-      long every = config.leaseRenewInterval().toMillis();
+      long every = workerCheckInterval.toMillis();
       Runnable check = () -> slots.replaceDead(this::running);
       housekeeping.scheduleWithFixedDelay(guarded("the worker check", check), every, every, TimeUnit.MILLISECONDS);
       long shardsEvery = SHARD_CHECK_INTERVAL.toMillis();

@@ -119,13 +119,13 @@ final class BatchSettler {
   /** How often a batch is run again at once after serialization failures or deadlocks, before it is paused. */
   static final int CONFLICT_RETRIES = 10;
 
-  BatchSettler(ConsumerConfig config, DataSource dataSource, SettleOptions settling) {
+  BatchSettler(ConsumerConfig config, Collaborators collaborators, DataSource dataSource, SettleOptions settling) {
     this.config = config;
     this.dataSource = dataSource;
     this.hosted = settling.transactions();
     this.ghostCheck = settling.refuseGhosts() ? new GhostCheck(config, dataSource) : null;
-    this.handler = config.handler();
-    this.batchHandler = config.batchHandler();
+    this.handler = collaborators.handler();
+    this.batchHandler = collaborators.batchHandler();
     this.inbox = new InboxQueries(config.schema());
     this.verdicts = new VerdictWriter(config, dataSource, inbox);
     this.group = config.group();
@@ -149,10 +149,10 @@ final class BatchSettler {
         } else {
           dead.add(new Dead(d, "malformed: field '" + d.malformed.field() + "': " + d.malformed.getMessage()));
         }
-      } else if (mode == Mode.DELIVERY && d.deliveries > config.maxDeliveries()) {
+      } else if (mode == Mode.DELIVERY && d.deliveries > config.retries().maxDeliveries()) {
         // The handler never got to fail (crashes, lost leases): the counter ran past the limit on its own.
         dead.add(new Dead(d, "gave up after " + d.deliveries + " deliveries without an outcome (maxDeliveries "
-            + config.maxDeliveries() + "); the consumer crashed or lost the entry each time"));
+            + config.retries().maxDeliveries() + "); the consumer crashed or lost the entry each time"));
       } else {
         candidates.add(d);
       }
@@ -304,7 +304,7 @@ final class BatchSettler {
       HandlerTransaction guard = HandlerTransaction.of(c, config.schema(), group);
       Set<UUID> inserted = inbox.insertSealed(c, group, ids, streamIds, InboxQueries.PROCESSED, guard.token());
       guard.sealedBy(!ids.isEmpty());
-      boolean savepoints = config.failureIsolation() == FailureIsolation.SAVEPOINT_PER_MESSAGE
+      boolean savepoints = config.retries().failureIsolation() == FailureIsolation.SAVEPOINT_PER_MESSAGE
           && txs.savepointsUndoHandlers();
       if (batchHandler != null) {
         List<InboundMessage> fresh = new ArrayList<>(inserted.size());
@@ -424,7 +424,7 @@ final class BatchSettler {
   }
 
   private boolean isFinal(Delivery d, Mode mode) {
-    return mode == Mode.DELIVERY && d.deliveries >= config.maxDeliveries();
+    return mode == Mode.DELIVERY && d.deliveries >= config.retries().maxDeliveries();
   }
 
   static String describe(Throwable e) {

@@ -23,7 +23,7 @@ import org.slf4j.Logger;
 /**
  * What a consumer does that depends neither on its lifecycle nor on its transport: dead letters (list, retry,
  * requested retries), replay from the outbox, which messages were processed, the inbox purge; and what the
- * workers share with them (the settings, the batch settler, the outcome reporter). {@link AbstractConsumer} adds
+ * workers share with them (the settings, the collaborators, the batch settler, the outcome reporter). {@link AbstractConsumer} adds
  * the lifecycle.
  *
  * <p>Thread-safe: every field is final and thread-safe.
@@ -31,6 +31,7 @@ import org.slf4j.Logger;
 abstract class ConsumerOperations {
 
   protected final ConsumerConfig config;
+  protected final Collaborators collaborators;
   protected final BatchSettler settler;
   protected final DeadLetterService deadLetters;
   private final DataSource dataSource;
@@ -46,18 +47,20 @@ abstract class ConsumerOperations {
    * @param unit what the transport calls one delivery ({@code "entry"})
    * @param label how the group's log lines start ({@code "Consumer group"})
    */
-  ConsumerOperations(ConsumerConfig config, DataSource dataSource, SettleOptions settling, Logger log,
-      String workerLabel, String unit, String label) {
+  ConsumerOperations(ConsumerConfig config, Collaborators collaborators, DataSource dataSource,
+      SettleOptions settling, Logger log, String workerLabel, String unit, String label) {
     this.config = config;
+    this.collaborators = collaborators;
     this.dataSource = dataSource;
-    this.settler = new BatchSettler(config, dataSource, settling);
-    this.deadLetters = new DeadLetterService(config, dataSource, settling.transactions());
+    this.settler = new BatchSettler(config, collaborators, dataSource, settling);
+    this.deadLetters = new DeadLetterService(config, collaborators, dataSource, settling.transactions());
     this.inbox = new InboxQueries(config.schema());
-    this.reporter = new OutcomeReporter(log, workerLabel, unit, config.listener());
+    this.reporter = new OutcomeReporter(log, workerLabel, unit, collaborators.listener());
     this.outboxReplay = new OutboxReplay(config, dataSource, settler, this::keyOfShard);
     this.replays = new ReplayRequests(config.schema());
-    this.upkeep = new GroupUpkeep(config, deadLetters, new InboxPurger(config, dataSource, inbox, this::redisFloor),
-        reporter, log, label, this::runNextReplayRequest);
+    this.upkeep = new GroupUpkeep(config, deadLetters,
+        new InboxPurger(config, collaborators.clock(), dataSource, inbox, this::redisFloor), reporter, log, label,
+        this::runNextReplayRequest);
   }
 
   protected final OutcomeReporter reporter() {

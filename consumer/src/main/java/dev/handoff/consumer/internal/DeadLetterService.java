@@ -36,11 +36,12 @@ final class DeadLetterService {
   private final String group;
   private final String schema;
 
-  DeadLetterService(ConsumerConfig config, DataSource dataSource, ConsumerTransactions hosted) {
+  DeadLetterService(ConsumerConfig config, Collaborators collaborators, DataSource dataSource,
+      ConsumerTransactions hosted) {
     this.dataSource = dataSource;
     this.hosted = hosted;
-    this.handler = config.handler();
-    this.batchHandler = config.batchHandler();
+    this.handler = collaborators.handler();
+    this.batchHandler = collaborators.batchHandler();
     this.inbox = new InboxQueries(config.schema());
     this.deadLetters = new DeadLetterQueries(config.schema());
     this.group = config.group();

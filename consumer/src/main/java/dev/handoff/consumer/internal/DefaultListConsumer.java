@@ -2,7 +2,6 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
-import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.InboxPurgeRefusedException;
 import dev.handoff.consumer.ListConsumer;
@@ -44,28 +43,37 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   private final OutboxQueries outbox;
   private final List<String> listKeys = new ArrayList<>();
   private final ListWorker[] workers;
+  private final ConsumerConfig.ListSettings listSettings;
   private volatile boolean halted;
 
-  public DefaultListConsumer(ConsumerConfig config, DataSource dataSource, SettleOptions settling,
-      HostAndPort redisServer, Set<HostAndPort> redisCluster, JedisClientConfig redisConfig, ConsumerFaults faults) {
-    super(config, dataSource, settling, log, new Words("list consumer", "List consumer of group", "List consumer", "element",
-        ""));
+  /**
+   * @param config settings with {@link ConsumerConfig.ListSettings}
+   * @param collaborators the handler, listener, clock and fault hooks
+   * @throws IllegalStateException if {@code config} holds a stream consumer's settings
+   */
+  public DefaultListConsumer(ConsumerConfig config, Collaborators collaborators, DataSource dataSource,
+      SettleOptions settling, HostAndPort redisServer, Set<HostAndPort> redisCluster, JedisClientConfig redisConfig) {
+    super(config, collaborators, dataSource, settling, log, new Words("list consumer", "List consumer of group",
+        "List consumer", "element", ""), config.listSettings().heartbeatInterval());
+    this.listSettings = config.listSettings();
     this.dataSource = dataSource;
     for (int shard = 0; shard < config.topic().shards(); shard++) {
       listKeys.add(ListFormat.listKey(config.keyPrefix(), config.topic().name(), shard));
     }
-    this.redis = new ListQueues(redisServer, redisCluster, redisConfig, config.workers(), config.block(), config.redisPoolWait());
+    ConsumerConfig.Reading reading = config.reading();
+    this.redis = new ListQueues(redisServer, redisCluster, redisConfig, reading.workers(), reading.block(),
+        reading.redisPoolWait());
     this.outbox = new OutboxQueries(config.schema());
-    DeliveryWorker.Shared shared = sharedByWorkers(faults, redis::dropIdleConnections);
-    this.workers = new ListWorker[config.workers()];
+    DeliveryWorker.Shared shared = sharedByWorkers(redis::dropIdleConnections);
+    this.workers = new ListWorker[reading.workers()];
     for (int i = 0; i < workers.length; i++) {
       workers[i] = new ListWorker(shared, i, redis, listKeys, () -> halted);
     }
     log.info("List consumer of group '{}' on topic '{}' ({} shard(s)) configured: consumer {}, {} worker(s) x batch"
             + " {}, block {}, heartbeat ttl {} every {}, reaper every {}, maxDeliveries {}",
-        config.group(), config.topic().name(), listKeys.size(), config.consumerName(), config.workers(),
-        config.batchSize(), config.block(), config.minIdle(), config.leaseRenewInterval(), config.reclaimInterval(),
-        config.maxDeliveries());
+        config.group(), config.topic().name(), listKeys.size(), config.consumerName(), reading.workers(),
+        reading.batchSize(), reading.block(), listSettings.heartbeatTtl(), listSettings.heartbeatInterval(),
+        listSettings.reapInterval(), config.retries().maxDeliveries());
   }
 
   /**
@@ -122,11 +130,11 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
     beat();
     ScheduledExecutorService housekeeping =
         newHousekeeping("handoff-list-consumer-" + config.group() + "-housekeeping");
-    long every = config.leaseRenewInterval().toMillis();
+    long every = listSettings.heartbeatInterval().toMillis();
     housekeeping.scheduleWithFixedDelay(guarded("the heartbeat", this::beatQuietly), every, every,
         TimeUnit.MILLISECONDS);
     if (withReaper) {
-      long reapEvery = config.reclaimInterval().toMillis();
+      long reapEvery = listSettings.reapInterval().toMillis();
       housekeeping.scheduleWithFixedDelay(guarded("the reaper", this::reapQuietly), reapEvery, reapEvery,
           TimeUnit.MILLISECONDS);
     }
@@ -141,12 +149,12 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
         if (!w.reportedDead) {
           w.reportedDead = true;
           log.error("List consumer {}: worker {} died; its processing lists are left for the reaper after {}",
-              config.consumerName(), w.name, config.minIdle());
+              config.consumerName(), w.name, listSettings.heartbeatTtl());
         }
         continue;
       }
       for (String list : listKeys) {
-        redis.heartbeat(list, w.processing.get(list), config.minIdle());
+        redis.heartbeat(list, w.processing.get(list), listSettings.heartbeatTtl());
       }
     }
   }
@@ -156,7 +164,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
       beat();
     } catch (RuntimeException e) {
       log.warn("List consumer {}: heartbeat failed ({}); the reaper may return this consumer's elements if it"
-          + " stays silent for {}", config.consumerName(), e.toString(), config.minIdle());
+          + " stays silent for {}", config.consumerName(), e.toString(), listSettings.heartbeatTtl());
     }
   }
 
@@ -164,7 +172,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   private long reap() {
     long total = 0;
     for (String list : listKeys) {
-      ListQueues.Reaped r = redis.reap(list, config.minIdle().multipliedBy(10), null);
+      ListQueues.Reaped r = redis.reap(list, listSettings.heartbeatTtl().multipliedBy(10), null);
       if (r.returned() > 0) {
         total += r.returned();
         log.warn("List consumer {}: returned {} element(s) of {} dead consumer(s) to the head of {}",
@@ -208,7 +216,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
 
   @Override
   public ListStatus status() {
-    long now = config.clock().millis();
+    long now = collaborators.clock().millis();
     List<ListStatus.ShardStatus> shards = new ArrayList<>();
     long dead;
     try (Connection c = dataSource.getConnection()) {
@@ -259,14 +267,14 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
       for (ListWorker w : workers) {
         for (String list : listKeys) {
           try {
-            long returned = redis.reap(list, config.minIdle().multipliedBy(10), w.processing.get(list)).returned();
+            long returned = redis.reap(list, listSettings.heartbeatTtl().multipliedBy(10), w.processing.get(list)).returned();
             if (returned > 0) {
               log.info("List consumer {}: returned {} unfinished element(s) to the head of {}", w.name, returned,
                   list);
             }
           } catch (RuntimeException e) {
             log.warn("List consumer {}: could not return its elements of {} ({}); the reaper of another consumer"
-                + " will after {}", w.name, list, e.toString(), config.minIdle());
+                + " will after {}", w.name, list, e.toString(), listSettings.heartbeatTtl());
           }
         }
       }

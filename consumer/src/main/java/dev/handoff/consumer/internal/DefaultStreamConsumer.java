@@ -45,26 +45,36 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   private final StreamInspector inspector;
   private final List<String> streamKeys;
   private final StreamWorker[] workers;
+  private final ConsumerConfig.StreamSettings streamSettings;
 
-  public DefaultStreamConsumer(ConsumerConfig config, DataSource dataSource, SettleOptions settling,
-      HostAndPort redisServer, Set<HostAndPort> redisCluster, JedisClientConfig redisConfig, ConsumerFaults faults) {
-    super(config, dataSource, settling, log, new Words("consumer", "Consumer group", "Consumer", "entry",
-        " (rolled back if not committed, left pending for another consumer to claim)"));
+  /**
+   * @param config settings with {@link ConsumerConfig.StreamSettings}
+   * @param collaborators the handler, listener, clock and fault hooks
+   * @throws IllegalStateException if {@code config} holds a list consumer's settings
+   */
+  public DefaultStreamConsumer(ConsumerConfig config, Collaborators collaborators, DataSource dataSource,
+      SettleOptions settling, HostAndPort redisServer, Set<HostAndPort> redisCluster, JedisClientConfig redisConfig) {
+    super(config, collaborators, dataSource, settling, log, new Words("consumer", "Consumer group", "Consumer",
+        "entry", " (rolled back if not committed, left pending for another consumer to claim)"),
+        config.streamSettings().leaseRenewInterval());
+    this.streamSettings = config.streamSettings();
     this.dataSource = dataSource;
-    this.redis = new RedisGroups(redisServer, redisCluster, redisConfig, config.group(), config.workers(), config.block(),
-        config.redisPoolWait());
+    ConsumerConfig.Reading reading = config.reading();
+    this.redis = new RedisGroups(redisServer, redisCluster, redisConfig, config.group(), reading.workers(),
+        reading.block(), reading.redisPoolWait());
     this.groups = new StreamGroups(config, redis, reporter(), log);
     this.streamKeys = groups.keys();
     this.inspector = new StreamInspector(redis, streamKeys, config.group());
-    DeliveryWorker.Shared shared = sharedByWorkers(faults, redis::dropIdleConnections);
-    this.workers = new StreamWorker[config.workers()];
+    DeliveryWorker.Shared shared = sharedByWorkers(redis::dropIdleConnections);
+    this.workers = new StreamWorker[reading.workers()];
     for (int i = 0; i < workers.length; i++) {
       workers[i] = new StreamWorker(shared, i, redis, groups);
     }
     log.info("Consumer group '{}' on topic '{}' ({} shard(s)) configured: consumer {}, {} worker(s) x batch {},"
             + " block {}, minIdle {}, maxDeliveries {}, isolation {}",
-        config.group(), config.topic().name(), streamKeys.size(), config.consumerName(), config.workers(),
-        config.batchSize(), config.block(), config.minIdle(), config.maxDeliveries(), config.failureIsolation());
+        config.group(), config.topic().name(), streamKeys.size(), config.consumerName(), reading.workers(),
+        reading.batchSize(), reading.block(), streamSettings.minIdle(), config.retries().maxDeliveries(),
+        config.retries().failureIsolation());
   }
 
   /** Test-only: renews the leases of the entries in flight now, as the lease keeper does on its schedule. */
@@ -111,7 +121,8 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
 
   @Override
   public ConsumerStatus status() {
-    List<ConsumerStatus.StreamStatus> streams = inspector.streams(config.clock().millis(), config.statusScanLimit());
+    List<ConsumerStatus.StreamStatus> streams = inspector.streams(collaborators.clock().millis(),
+        streamSettings.statusScanLimit());
     long dead;
     try (Connection c = dataSource.getConnection()) {
       dead = deadLetters.countDead(c);
@@ -139,7 +150,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     for (String key : streamKeys) {
       String after = "0-0";
       while (true) {
-        List<RedisGroups.RawEntry> page = redis.range(key, after, config.batchSize());
+        List<RedisGroups.RawEntry> page = redis.range(key, after, config.reading().batchSize());
         if (page.isEmpty()) {
           break;
         }
@@ -157,9 +168,9 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   @Override
   public PollResult replay(List<InboundMessage> messages) {
     PollResult total = PollResult.EMPTY;
-    for (int i = 0; i < messages.size(); i += config.batchSize()) {
+    for (int i = 0; i < messages.size(); i += config.reading().batchSize()) {
       List<Delivery> batch = new ArrayList<>();
-      for (InboundMessage m : messages.subList(i, Math.min(messages.size(), i + config.batchSize()))) {
+      for (InboundMessage m : messages.subList(i, Math.min(messages.size(), i + config.reading().batchSize()))) {
         batch.add(Delivery.of(m, groups.shardOf(m.streamKey())));
       }
       total = total.plus(settleReplay(batch));
@@ -200,7 +211,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
       return;
     }
     ScheduledExecutorService leaseKeeper = newHousekeeping("handoff-consumer-" + config.group() + "-lease");
-    long every = config.leaseRenewInterval().toMillis();
+    long every = streamSettings.leaseRenewInterval().toMillis();
     leaseKeeper.scheduleWithFixedDelay(guarded("lease renewal", this::renewLeases), every, every,
         TimeUnit.MILLISECONDS);
   }

@@ -6,6 +6,7 @@ import dev.handoff.consumer.PausedWorker;
 import dev.handoff.consumer.PollResult;
 import dev.handoff.consumer.RetryLaterException;
 import dev.handoff.consumer.internal.Settled.Failure;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -28,13 +29,14 @@ import redis.clients.jedis.exceptions.JedisException;
 abstract class DeliveryWorker implements WorkerLoop {
 
   /** What every worker of one consumer shares. */
-  record Shared(ConsumerConfig config, BatchSettler settler, OutcomeReporter reporter, ConsumerFaults faults,
+  record Shared(ConsumerConfig config, Collaborators collaborators, BatchSettler settler, OutcomeReporter reporter,
       BooleanSupplier running, BooleanSupplier abandoning, Logger log, String label, Runnable afterRedisFailure) {}
 
   final int index;
   final String name;
   protected final Shared shared;
   protected final ConsumerConfig config;
+  protected final Clock clock;
   private final Backoff backoff;
   private Throwable lastDatabaseError;
   private volatile PausedWorker pause;
@@ -46,9 +48,10 @@ abstract class DeliveryWorker implements WorkerLoop {
   DeliveryWorker(Shared shared, int index) {
     this.shared = shared;
     this.config = shared.config();
+    this.clock = shared.collaborators().clock();
     this.index = index;
     this.name = config.workerName(index);
-    this.backoff = new Backoff(config.initialBackoff(), config.maxBackoff());
+    this.backoff = new Backoff(config.retries().initialBackoff(), config.retries().maxBackoff());
   }
 
   /** Gathers one batch and settles it; {@code blocking} only from the worker's own thread, never from pollOnce. */
@@ -77,7 +80,7 @@ abstract class DeliveryWorker implements WorkerLoop {
     PausedWorker p = pause;
     if (p != null) {
       pause = null;
-      Duration pausedFor = Duration.between(p.since(), Instant.now(config.clock()));
+      Duration pausedFor = Duration.between(p.since(), Instant.now(clock));
       shared.log().info("{} {}: resumed after {} ms and {} failed retr(ies) since: {}", shared.label(), name,
           pausedFor.toMillis(), p.retries(), p.reason());
       shared.reporter().emit(l -> l.resumed(name, pausedFor));
@@ -116,7 +119,7 @@ abstract class DeliveryWorker implements WorkerLoop {
     if (p == null) {
       String reason = oneLine(cause);
       pauseCode = pauseCodeOf(cause);
-      pause = new PausedWorker(name, reason, Instant.now(config.clock()), 0);
+      pause = new PausedWorker(name, reason, Instant.now(clock), 0);
       shared.log().warn("{} {}: paused by a failure of its environment, not of a message ({}); retrying with"
           + " backoff, counting no delivery, until an attempt goes through", shared.label(), name, reason);
       shared.reporter().emit(l -> l.paused(name, cause));
@@ -159,9 +162,10 @@ abstract class DeliveryWorker implements WorkerLoop {
     beforeSettle(batch);
     try {
       long started = System.nanoTime();
-      Settled s = shared.settler().settle(batch, BatchSettler.Mode.DELIVERY, shared.faults(), shared.abandoning());
+      ConsumerFaults faults = shared.collaborators().faults();
+      Settled s = shared.settler().settle(batch, BatchSettler.Mode.DELIVERY, faults, shared.abandoning());
       if (s.committed() > 0) {
-        shared.faults().at(ConsumerFaults.Point.AFTER_COMMIT);
+        faults.at(ConsumerFaults.Point.AFTER_COMMIT);
       }
       Map<String, List<Delivery>> acks = new LinkedHashMap<>();
       for (Delivery d : s.toAcknowledge()) {

@@ -54,8 +54,8 @@ final class GroupUpkeep {
    * pick-up of requested retries on a thread of its own, both surviving their failures through {@code guarded}.
    */
   synchronized void schedule(ScheduledExecutorService housekeeping, BiFunction<String, Runnable, Runnable> guarded) {
-    if (config.inboxRetention().automatic()) {
-      long every = config.inboxRetention().purgeInterval().toMillis();
+    if (config.upkeep().inboxRetention().automatic()) {
+      long every = config.upkeep().inboxRetention().purgeInterval().toMillis();
       housekeeping.scheduleWithFixedDelay(guarded.apply("the inbox purge", this::purgeQuietly), every, every,
           TimeUnit.MILLISECONDS);
     }
@@ -65,7 +65,7 @@ final class GroupUpkeep {
         t.setDaemon(true);
         return t;
       });
-      long every = config.retryRequestInterval().toMillis();
+      long every = config.upkeep().retryRequestInterval().toMillis();
       retries.scheduleWithFixedDelay(guarded.apply("the requested dead-letter retries", this::runRequested), every,
           every, TimeUnit.MILLISECONDS);
     }
@@ -116,7 +116,7 @@ final class GroupUpkeep {
         r = replays.get();
       } catch (ConsumerException e) {
         log.warn(label + " '{}': {} ({}); the request stays and runs again in {}", config.group(), e.getMessage(),
-            e.getCause(), config.retryRequestInterval());
+            e.getCause(), config.upkeep().retryRequestInterval());
         return ran;
       }
       if (r.isEmpty()) {
@@ -146,11 +146,11 @@ final class GroupUpkeep {
         r = deadLetters.runNextRequested();
       } catch (DeadLetterService.PostponedException e) {
         log.warn(label + " '{}': {}; it runs again in {}", config.group(), e.getMessage(),
-            config.retryRequestInterval());
+            config.upkeep().retryRequestInterval());
         return ran;
       } catch (ConsumerException e) {
         log.warn(label + " '{}': {} ({}); the request stays and runs again in {}", config.group(), e.getMessage(),
-            e.getCause(), config.retryRequestInterval());
+            e.getCause(), config.upkeep().retryRequestInterval());
         return ran;
       }
       if (r == DeadLetterService.Requested.NONE) {
@@ -206,7 +206,7 @@ final class GroupUpkeep {
       purger.purgeExpired();
     } catch (RuntimeException e) {
       log.warn(label + " '{}': automatic inbox purge failed ({}); it runs again in {}", config.group(),
-          e.toString(), config.inboxRetention().purgeInterval());
+          e.toString(), config.upkeep().inboxRetention().purgeInterval());
     }
   }
 }

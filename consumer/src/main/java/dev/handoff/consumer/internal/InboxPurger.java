@@ -6,6 +6,7 @@ import dev.handoff.consumer.InboxPurgeRefusedException;
 import dev.handoff.consumer.InboxPurgeResult;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.time.Clock;
 import java.time.Instant;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
@@ -32,12 +33,14 @@ final class InboxPurger {
   interface RedisFloor extends Supplier<long[]> {}
 
   private final ConsumerConfig config;
+  private final Clock clock;
   private final DataSource dataSource;
   private final InboxQueries inbox;
   private final RedisFloor redisFloor;
 
-  InboxPurger(ConsumerConfig config, DataSource dataSource, InboxQueries inbox, RedisFloor redisFloor) {
+  InboxPurger(ConsumerConfig config, Clock clock, DataSource dataSource, InboxQueries inbox, RedisFloor redisFloor) {
     this.config = config;
+    this.clock = clock;
     this.dataSource = dataSource;
     this.inbox = inbox;
     this.redisFloor = redisFloor;
@@ -77,7 +80,7 @@ final class InboxPurger {
    * had to stay.
    */
   InboxPurgeResult purgeExpired() {
-    Instant before = config.clock().instant().minus(config.inboxRetention().dedupWindow());
+    Instant before = clock.instant().minus(config.upkeep().inboxRetention().dedupWindow());
     try (Connection c = dataSource.getConnection()) {
       if (!inbox.anyBefore(c, config.group(), before)) {
         return new InboxPurgeResult(before, 0, 0, 0);
@@ -98,8 +101,8 @@ final class InboxPurger {
                 + " messages can still come back: {} held by Redis for topic '{}' (a stream or list still holds"
                 + " them), {} held by the outbox (the outbox purge is behind, or the outbox retention is longer"
                 + " than the {} this consumer was told). Rule: a marker may go only when neither holds its message",
-            config.group(), forRedis + forOutbox, config.inboxRetention().dedupWindow(), forRedis,
-            config.topic().name(), forOutbox, config.inboxRetention().outboxRetention());
+            config.group(), forRedis + forOutbox, config.upkeep().inboxRetention().dedupWindow(), forRedis,
+            config.topic().name(), forOutbox, config.upkeep().inboxRetention().outboxRetention());
       } else if (deleted > 0) {
         log.info("Consumer group '{}': purged {} inbox marker(s) processed before {}", config.group(), deleted,
             before);

@@ -102,18 +102,18 @@ final class ListWorker extends DeliveryWorker {
     if (!ownReplayed) {
       replayOwn(batch);
     }
-    long now = config.clock().millis();
+    long now = clock.millis();
     long nextDue = Long.MAX_VALUE;
     for (Iterator<Held> it = held.iterator(); it.hasNext(); ) {
       Held h = it.next();
-      if (h.dueAtMillis() <= now && batch.size() < config.batchSize()) {
+      if (h.dueAtMillis() <= now && batch.size() < config.reading().batchSize()) {
         it.remove();
         add(batch, h.list(), h.element(), h.deliveries());
       } else {
         nextDue = Math.min(nextDue, h.dueAtMillis());
       }
     }
-    int free = config.batchSize() - held.size() - batch.size();
+    int free = config.reading().batchSize() - held.size() - batch.size();
     for (int j = 0; j < listKeys.size() && free > 0; j++) {
       String list = listKeys.get((rotation + j) % listKeys.size());
       for (ListQueues.Taken t : redis.take(list, processing.get(list), free)) {
@@ -124,7 +124,7 @@ final class ListWorker extends DeliveryWorker {
     if (batch.isEmpty() && free > 0 && blocking && shared.running().getAsBoolean()) {
       String list = listKeys.get(rotation % listKeys.size());
       rotation = (rotation + 1) % listKeys.size();
-      long wait = Math.min(config.block().toMillis() / listKeys.size(), nextDue - now);
+      long wait = Math.min(config.reading().block().toMillis() / listKeys.size(), nextDue - now);
       ListQueues.Taken t = redis.blockingTake(list, processing.get(list), Duration.ofMillis(Math.max(10, wait)));
       if (t != null) {
         add(batch, list, t.element(), t.previousDeliveries() + 1);
@@ -192,7 +192,7 @@ final class ListWorker extends DeliveryWorker {
    */
   @Override
   protected void holdForRetry(List<Failure> failed, Map<Delivery, Duration> backoffs, List<Delivery> abandoned) {
-    long now = config.clock().millis();
+    long now = clock.millis();
     Map<String, List<Delivery>> failedByList = new LinkedHashMap<>();
     failed.forEach(f -> failedByList.computeIfAbsent(f.delivery().streamKey, k -> new ArrayList<>())
         .add(f.delivery()));
@@ -208,7 +208,8 @@ final class ListWorker extends DeliveryWorker {
       }
     });
     for (Delivery d : abandoned) {
-      held.add(new Held(d.streamKey, raw.get(d), d.deliveries, now + config.initialBackoff().toMillis()));
+      long due = now + config.retries().initialBackoff().toMillis();
+      held.add(new Held(d.streamKey, raw.get(d), d.deliveries, due));
     }
   }
 

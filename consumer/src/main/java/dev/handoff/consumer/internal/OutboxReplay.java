@@ -81,7 +81,7 @@ final class OutboxReplay {
   ReplayResult run(OutboxRange range, Consumer<Settled> settled, Consumer<ReplayResult> progress) {
     Tally t = new Tally();
     String topic = config.topic().name();
-    int pageSize = config.batchSize();
+    int pageSize = config.reading().batchSize();
     try {
       if (range.messageIds() != null) {
         List<UUID> ids = range.messageIds();

@@ -36,7 +36,7 @@ final class StreamGroups {
     for (int i = 0; i < keys.size(); i++) {
       shardOf.put(keys.get(i), i);
     }
-    this.reclaim = new ReclaimScan(keys, config.reclaimInterval().toMillis());
+    this.reclaim = new ReclaimScan(keys, config.streamSettings().reclaimInterval().toMillis());
   }
 
   /** The topic's stream keys, shard 0 first. */
@@ -65,7 +65,7 @@ final class StreamGroups {
       }
       // Only the very first creation may honour NEW_ENTRIES_ONLY.
       boolean recreating = createdOnce;
-      boolean fromBeginning = recreating || config.startPosition() == StartPosition.BEGINNING;
+      boolean fromBeginning = recreating || config.streamSettings().startPosition() == StartPosition.BEGINNING;
       for (String key : keys) {
         if (redis.ensureGroup(key, fromBeginning)) {
           if (recreating) {

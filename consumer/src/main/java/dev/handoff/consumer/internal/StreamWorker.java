@@ -30,6 +30,7 @@ final class StreamWorker extends DeliveryWorker {
 
   private final RedisGroups redis;
   private final StreamGroups groups;
+  private final Duration minIdle;
   private final Map<String, String> ownCursor = new LinkedHashMap<>();
   private boolean ownPendingDone;
   private int rotation;
@@ -45,6 +46,7 @@ final class StreamWorker extends DeliveryWorker {
     super(shared, index);
     this.redis = redis;
     this.groups = groups;
+    this.minIdle = config.streamSettings().minIdle();
     resetOwnReplay();
   }
 
@@ -101,7 +103,7 @@ final class StreamWorker extends DeliveryWorker {
         }
       }
       int reclaimed = reclaimStep(batch, !blocking);
-      int free = config.batchSize() - batch.size();
+      int free = config.reading().batchSize() - batch.size();
       if (free > 0 && (!blocking || shared.running().getAsBoolean())) {
         readNew(batch, free, blocking && batch.isEmpty());
       }
@@ -118,7 +120,7 @@ final class StreamWorker extends DeliveryWorker {
 
   private void replayOwn(List<Delivery> batch) {
     for (String key : new ArrayList<>(ownCursor.keySet())) {
-      int free = config.batchSize() - batch.size();
+      int free = config.reading().batchSize() - batch.size();
       if (free <= 0) {
         return;
       }
@@ -137,18 +139,18 @@ final class StreamWorker extends DeliveryWorker {
 
   private int reclaimStep(List<Delivery> batch, boolean force) {
     ReclaimScan reclaim = groups.reclaim();
-    if (!reclaim.tryBegin(config.clock().millis(), force)) {
+    if (!reclaim.tryBegin(clock.millis(), force)) {
       return 0;
     }
     int claimedTotal = 0;
     try {
       for (String key : reclaim.remaining()) {
-        int free = config.batchSize() - batch.size();
+        int free = config.reading().batchSize() - batch.size();
         if (free <= 0) {
           break;
         }
         RedisGroups.AutoClaim step =
-            redis.autoClaim(key, name, config.minIdle().toMillis(), reclaim.cursor(key), free);
+            redis.autoClaim(key, name, minIdle.toMillis(), reclaim.cursor(key), free);
         reclaim.advance(key, step.nextCursor());
         int before = batch.size();
         addWithCounts(batch, key, step.claimed());
@@ -164,7 +166,7 @@ final class StreamWorker extends DeliveryWorker {
         }
       }
     } finally {
-      reclaim.end(config.clock().millis());
+      reclaim.end(clock.millis());
     }
     return claimedTotal;
   }
@@ -177,8 +179,9 @@ final class StreamWorker extends DeliveryWorker {
       keys.add(all.get((rotation + j) % all.size()));
     }
     rotation = (rotation + streams) % all.size();
+    Duration wait = block ? config.reading().block() : null;
     // COUNT applies per stream: split the free capacity so the whole reply fits in it.
-    for (RedisGroups.RawEntry e : redis.readNew(name, keys, free / streams, block ? config.block() : null)) {
+    for (RedisGroups.RawEntry e : redis.readNew(name, keys, free / streams, wait)) {
       batch.add(Delivery.of(e.streamKey(), groups.shardOf(e.streamKey()), e.id(), 1, e.fields()));
     }
   }
@@ -250,7 +253,7 @@ final class StreamWorker extends DeliveryWorker {
     Map<String, Map<String, Long>> defer = new HashMap<>();
     for (Failure f : failed) {
       Delivery d = f.delivery();
-      long idle = Math.max(0, config.minIdle().toMillis() - backoffs.get(d).toMillis());
+      long idle = Math.max(0, minIdle.toMillis() - backoffs.get(d).toMillis());
       defer.computeIfAbsent(d.streamKey, k -> new LinkedHashMap<>()).put(d.id, idle);
     }
     defer.forEach((key, ids) -> redis.defer(key, name, ids));

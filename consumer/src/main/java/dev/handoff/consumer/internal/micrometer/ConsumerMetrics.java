@@ -10,6 +10,7 @@ import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.MessageHandler;
 import dev.handoff.consumer.ReplayResult;
+import dev.handoff.consumer.internal.Collaborators;
 import dev.handoff.outbox.internal.MetricsRefresher;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -22,7 +23,7 @@ import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
-import java.util.function.Function;
+import java.util.function.BiFunction;
 
 /**
  * A consumer's meters: counters fed by its {@link ConsumerListener} callbacks (counted first, then the user's
@@ -46,8 +47,8 @@ public final class ConsumerMetrics implements ConsumerListener {
   private final AtomicLong paused = new AtomicLong();
   private final ShardGauges[] shards;
 
-  private ConsumerMetrics(MeterRegistry registry, ConsumerConfig config) {
-    this.delegate = config.listener();
+  private ConsumerMetrics(MeterRegistry registry, ConsumerConfig config, ConsumerListener delegate) {
+    this.delegate = delegate;
     Tags tags = Tags.of("topic", config.topic().name(), "group", config.group());
     handled = counter(registry, "handoff.consumer.handled", tags, "messages whose effects and inbox marker committed");
     duplicates = counter(registry, "handoff.consumer.duplicates", tags,
@@ -81,20 +82,23 @@ public final class ConsumerMetrics implements ConsumerListener {
   }
 
   /**
-   * Builds the consumer with its listener and handler instrumented, and attaches the refresher of its gauges.
+   * Builds the consumer with its listener and handler instrumented (its settings as they are), and attaches the
+   * refresher of its gauges.
    *
    * @param attach hands the refresher to the consumer, which stops it when it closes
    */
   public static <C extends HandoffConsumer> C build(MeterRegistry registry, Duration interval, ConsumerConfig config,
-      Function<ConsumerConfig, C> create, BiConsumer<C, MetricsRefresher> attach) {
-    ConsumerMetrics metrics = new ConsumerMetrics(registry, config);
-    C consumer = create.apply(metrics.instrument(config));
+      Collaborators collaborators, BiFunction<ConsumerConfig, Collaborators, C> create,
+      BiConsumer<C, MetricsRefresher> attach) {
+    ConsumerMetrics metrics = new ConsumerMetrics(registry, config, collaborators.listener());
+    C consumer = create.apply(config, metrics.instrument(collaborators));
     attach.accept(consumer, new MetricsRefresher("consumer-" + config.group() + "-" + config.consumerName(),
         interval, () -> metrics.refresh(consumer.status())));
     return consumer;
   }
 
-  private ConsumerConfig instrument(ConsumerConfig c) {
+  /** The same collaborators with the handler timed and this as the listener, which calls theirs. */
+  private Collaborators instrument(Collaborators c) {
     MessageHandler h = c.handler();
     MessageHandler timed = h == null ? null : (tx, m) -> {
       long start = System.nanoTime();
@@ -113,10 +117,7 @@ public final class ConsumerMetrics implements ConsumerListener {
         handler.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
       }
     };
-    return new ConsumerConfig(c.schema(), c.keyPrefix(), c.topic(), c.group(), c.consumerName(), timed, timedBatch,
-        c.workers(), c.batchSize(), c.block(), c.minIdle(), c.leaseRenewInterval(), c.reclaimInterval(),
-        c.maxDeliveries(), c.initialBackoff(), c.maxBackoff(), c.startPosition(), c.failureIsolation(),
-        c.redisPoolWait(), c.statusScanLimit(), c.inboxRetention(), c.retryRequestInterval(), this, c.clock());
+    return c.withHandlers(timed, timedBatch).withListener(this);
   }
 
   // ---- the gauges: from one status call per refresh -------------------------------------------------------------
