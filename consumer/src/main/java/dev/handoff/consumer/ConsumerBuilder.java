@@ -59,6 +59,10 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   String consumerName;
   MessageHandler handler;
   BatchMessageHandler batchHandler;
+  /** Which setter gave the handler: a second kind is refused, since a consumer has one handler. */
+  private String handlerSetter;
+  /** How the Redis connection was given, when by a URL or a spec that already holds its login, TLS and cluster. */
+  private String redisGivenAs;
   int workers = DEFAULT_WORKERS;
   int batchSize = DEFAULT_BATCH_SIZE;
   Duration block = DEFAULT_BLOCK;
@@ -94,6 +98,7 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
    * {@code builder(dataSource, RedisConnectionSpec)} from a cluster spec. Default: none, a single server.
    */
   public B redisCluster(Collection<HostAndPort> seeds) {
+    requireRedisNotGiven("redisCluster");
     Set<HostAndPort> nodes = new LinkedHashSet<>(Objects.requireNonNull(seeds, "seeds"));
     if (!nodes.isEmpty()) {
       nodes.add(redis);
@@ -103,13 +108,32 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   }
 
   /**
-   * Credentials, TLS, database and timeouts for the Redis connections handoff opens. handoff always speaks RESP2
-   * and sets the blocking-read socket timeout itself ({@code block} + margin), whatever this says. Defaults to
-   * Jedis's defaults (no auth, 2 s timeouts), or to what the URL given to {@code builder(dataSource, URI)} says.
+   * Credentials, TLS, database and timeouts for the Redis connections handoff opens, on a builder started with a
+   * {@code HostAndPort}. handoff always speaks RESP2 and sets the blocking-read socket timeout itself ({@code block}
+   * + margin), whatever this says. Defaults to Jedis's defaults (no auth, 2 s timeouts).
+   *
+   * @throws IllegalStateException on a builder started with a Redis URL or a {@link RedisConnectionSpec}: those
+   *     already say the login, TLS and timeouts, and a second place to say them would silently replace the first
    */
   public B redisConfig(JedisClientConfig config) {
+    requireRedisNotGiven("redisConfig");
     this.redisConfig = Objects.requireNonNull(config, "redisConfig");
     return self();
+  }
+
+  /** The builder's Redis from a URL or spec ({@code given} names which): its config, and its cluster if any. */
+  B redisFrom(String given, JedisClientConfig config, Collection<HostAndPort> cluster) {
+    redisConfig(config);
+    redisCluster(cluster);
+    this.redisGivenAs = given;
+    return self();
+  }
+
+  private void requireRedisNotGiven(String setter) {
+    if (redisGivenAs != null) {
+      throw new IllegalStateException(setter + ": this builder's Redis came from " + redisGivenAs + ", which already"
+          + " sets its login, TLS, timeouts and cluster nodes; say them there");
+    }
   }
 
   /** The schema holding handoff's tables. Defaults to {@code handoff}. */
@@ -155,28 +179,49 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
     return self();
   }
 
-  /** The application's work per message, on the JDBC transaction that holds the inbox marker. Required. */
+  /**
+   * The application's work per message, on the JDBC transaction that holds the inbox marker. A consumer has one
+   * handler: this, {@link #batchHandler} or {@link #jooqHandler}, required.
+   *
+   * @throws IllegalStateException if the other kind of handler was set
+   */
   public B handler(MessageHandler handler) {
+    oneHandler("handler");
     this.handler = Objects.requireNonNull(handler, "handler");
-    this.batchHandler = null;
     return self();
   }
 
   /**
-   * The application's work for all new messages of a batch at once (see {@link BatchMessageHandler}); replaces
+   * The application's work for all new messages of a batch at once (see {@link BatchMessageHandler}), instead of
    * {@link #handler(MessageHandler)}. The fastest option: effects can be written in one round trip.
+   *
+   * @throws IllegalStateException if the other kind of handler was set
    */
   public B batchHandler(BatchMessageHandler handler) {
+    oneHandler("batchHandler");
     this.batchHandler = Objects.requireNonNull(handler, "batchHandler");
-    this.handler = null;
     return self();
   }
 
-  /** The application's work per message, as jOOQ on the transaction that holds the inbox marker. */
+  /**
+   * The application's work per message, as jOOQ on the transaction that holds the inbox marker, instead of
+   * {@link #handler(MessageHandler)}.
+   *
+   * @throws IllegalStateException if the other kind of handler was set
+   */
   public B jooqHandler(JooqMessageHandler handler) {
-    this.handler = JooqHandlers.adapt(Objects.requireNonNull(handler, "handler"));
-    this.batchHandler = null;
+    oneHandler("jooqHandler");
+    this.handler = JooqHandlers.adapt(Objects.requireNonNull(handler, "jooqHandler"));
     return self();
+  }
+
+  /** Lets {@code setter} set the handler unless another kind of handler was set (the same kind is replaced). */
+  private void oneHandler(String setter) {
+    if (handlerSetter != null && !handlerSetter.equals(setter)) {
+      throw new IllegalStateException(setter + ": this consumer already has a " + handlerSetter + "; a consumer has"
+          + " one handler (handler, batchHandler or jooqHandler)");
+    }
+    handlerSetter = setter;
   }
 
   /** Worker threads, each with its own blocking Redis connection. Defaults to 1. */

@@ -5,6 +5,7 @@ import dev.handoff.outbox.RedisUrl;
 import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Set;
 import javax.sql.DataSource;
 import redis.clients.jedis.HostAndPort;
 
@@ -70,23 +71,25 @@ public interface ListConsumer extends HandoffConsumer {
   /**
    * Starts a builder for a consumer that uses {@code dataSource} and the Redis server, login, database and TLS of
    * {@code redis}, read by {@link RedisUrl#parse(URI)} (for example {@code rediss://app:secret@redis:6380/2}); they
-   * become the builder's {@link ListConsumerBuilder#redisConfig redisConfig}, which a later call replaces as a whole.
+   * become the builder's Redis settings, and the builder refuses a {@code redisConfig} or {@code redisCluster} of
+   * its own, which would silently replace them.
    *
    * @throws IllegalArgumentException if {@code redis} is not a Redis URL; the message does not show the password
    */
   static ListConsumerBuilder builder(DataSource dataSource, URI redis) {
     RedisUrl url = RedisUrl.parse(redis);
-    return new ListConsumerBuilder(dataSource, url.hostAndPort()).redisConfig(url.clientConfig());
+    return new ListConsumerBuilder(dataSource, url.hostAndPort()).redisFrom("a Redis URL", url.clientConfig(),
+        Set.of());
   }
 
   /**
    * Starts a builder for a consumer that uses {@code dataSource} and the Redis server, login, TLS settings and
-   * timeouts of {@code redis}; they become the builder's {@link ListConsumerBuilder#redisConfig redisConfig}, which a
-   * later call replaces as a whole.
+   * timeouts of {@code redis} (its cluster nodes too); they become the builder's Redis settings, and the builder
+   * refuses a {@code redisConfig} or {@code redisCluster} of its own, which would silently replace them.
    */
   static ListConsumerBuilder builder(DataSource dataSource, RedisConnectionSpec redis) {
-    return new ListConsumerBuilder(dataSource, redis.hostAndPort()).redisConfig(redis.clientConfig())
-        .redisCluster(redis.clusterNodes());
+    return new ListConsumerBuilder(dataSource, redis.hostAndPort()).redisFrom("a RedisConnectionSpec",
+        redis.clientConfig(), redis.clusterNodes());
   }
 
   /**

@@ -6,6 +6,7 @@ import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Set;
 import javax.sql.DataSource;
 import redis.clients.jedis.HostAndPort;
 
@@ -59,23 +60,25 @@ public interface StreamConsumer extends HandoffConsumer {
   /**
    * Starts a builder for a consumer that uses {@code dataSource} and the Redis server, login, database and TLS of
    * {@code redis}, read by {@link RedisUrl#parse(URI)} (for example {@code rediss://app:secret@redis:6380/2}); they
-   * become the builder's {@link StreamConsumerBuilder#redisConfig redisConfig}, which a later call replaces as a whole.
+   * become the builder's Redis settings, and the builder refuses a {@code redisConfig} or {@code redisCluster} of
+   * its own, which would silently replace them.
    *
    * @throws IllegalArgumentException if {@code redis} is not a Redis URL; the message does not show the password
    */
   static StreamConsumerBuilder builder(DataSource dataSource, URI redis) {
     RedisUrl url = RedisUrl.parse(redis);
-    return new StreamConsumerBuilder(dataSource, url.hostAndPort()).redisConfig(url.clientConfig());
+    return new StreamConsumerBuilder(dataSource, url.hostAndPort()).redisFrom("a Redis URL", url.clientConfig(),
+        Set.of());
   }
 
   /**
    * Starts a builder for a consumer that uses {@code dataSource} and the Redis server, login, TLS settings and
-   * timeouts of {@code redis}; they become the builder's {@link StreamConsumerBuilder#redisConfig redisConfig}, which a
-   * later call replaces as a whole.
+   * timeouts of {@code redis} (its cluster nodes too); they become the builder's Redis settings, and the builder
+   * refuses a {@code redisConfig} or {@code redisCluster} of its own, which would silently replace them.
    */
   static StreamConsumerBuilder builder(DataSource dataSource, RedisConnectionSpec redis) {
-    return new StreamConsumerBuilder(dataSource, redis.hostAndPort()).redisConfig(redis.clientConfig())
-        .redisCluster(redis.clusterNodes());
+    return new StreamConsumerBuilder(dataSource, redis.hostAndPort()).redisFrom("a RedisConnectionSpec",
+        redis.clientConfig(), redis.clusterNodes());
   }
 
   /**

@@ -155,7 +155,7 @@ class DeadLetterTest {
     List<StreamMessage> messages = f.publishMany(40);
     StreamMessage poison = messages.get(17);
     AtomicInteger calls = new AtomicInteger();
-    try (StreamConsumer consumer = f.consumer("b")
+    try (StreamConsumer consumer = f.consumerWithoutHandler("b")
         .batchSize(40)
         .maxDeliveries(2)
         .minIdle(Duration.ofMillis(500))

@@ -57,13 +57,18 @@ final class Fixture {
     return StreamFormat.streamKey(env.keyPrefix(), topic, shard);
   }
 
+  /** A consumer of {@code group} whose handler writes one effect row per message. */
   StreamConsumerBuilder consumer(String group) {
+    return consumerWithoutHandler(group).handler(effect(group, null));
+  }
+
+  /** The same settings with no handler yet, for a test that gives a batch or jOOQ handler. */
+  StreamConsumerBuilder consumerWithoutHandler(String group) {
     return StreamConsumer.builder(env.dataSource(), redisUri)
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
         .topic(topic)
         .group(group)
-        .handler(effect(group, null))
         .block(Duration.ofMillis(100))
         .minIdle(Duration.ofSeconds(2))
         .reclaimInterval(Duration.ofMillis(50))

@@ -87,7 +87,7 @@ class GroupLifecycleTest {
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxBackoff");
     assertThatThrownBy(() -> f.consumer("bad name").build())
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("group");
-    assertThatThrownBy(() -> f.consumer("g").batchHandler((tx, b) -> { })
+    assertThatThrownBy(() -> f.consumerWithoutHandler("g").batchHandler((tx, b) -> { })
         .failureIsolation(FailureIsolation.SAVEPOINT_PER_MESSAGE).build())
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("batchHandler");
   }

@@ -70,7 +70,7 @@ class HandlerMdcTest {
     f.publish(message(f, Map.of("traceparent", TRACEPARENT)));
     f.publish(message(f, Map.of()));
     List<Map<String, String>> seen = new ArrayList<>();
-    try (StreamConsumer consumer = f.consumer("mdc-batch").batchHandler((tx, ms) -> {
+    try (StreamConsumer consumer = f.consumerWithoutHandler("mdc-batch").batchHandler((tx, ms) -> {
       seen.add(MDC.getCopyOfContextMap());
     }).build()) {
       assertThat(consumer.pollOnce().handled()).isEqualTo(2);

@@ -157,7 +157,7 @@ class HandlerTransactionTest {
     String g = f.topic;
     StreamMessage m = f.message();
     f.publish(m);
-    try (StreamConsumer consumer = f.consumer(g).maxDeliveries(1).jooqHandler((tx, msg) ->
+    try (StreamConsumer consumer = f.consumerWithoutHandler(g).maxDeliveries(1).jooqHandler((tx, msg) ->
         tx.transaction(cfg -> DSL.using(cfg).execute("INSERT INTO " + f.effects
             + " (consumer_group, message_id) VALUES (?, ?)", g, msg.messageId()))).build()) {
       PollResult r = consumer.pollOnce();
@@ -177,7 +177,7 @@ class HandlerTransactionTest {
     messages.forEach(f::publish);
     StreamMessage rogue = messages.get(2);
     MessageHandler effect = f.effect(g, null);
-    try (StreamConsumer consumer = f.consumer(g).maxDeliveries(1).batchHandler((tx, batch) -> {
+    try (StreamConsumer consumer = f.consumerWithoutHandler(g).maxDeliveries(1).batchHandler((tx, batch) -> {
       for (InboundMessage m : batch) {
         effect.handle(tx, m);
         if (m.messageId().equals(rogue.messageId())) {

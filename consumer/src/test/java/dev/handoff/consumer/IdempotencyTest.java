@@ -207,7 +207,7 @@ class IdempotencyTest {
     Fixture f = new Fixture(env, "jooq");
     StreamMessage m = f.message();
     f.publish(m);
-    try (StreamConsumer consumer = f.consumer("j")
+    try (StreamConsumer consumer = f.consumerWithoutHandler("j")
         .jooqHandler((tx, msg) -> tx.insertInto(DSL.table(f.effects))
             .columns(DSL.field("consumer_group"), DSL.field("message_id"), DSL.field("tag"))
             .values("j", msg.messageId(), "jooq")
