@@ -106,7 +106,7 @@ class ListConsumerTest {
     PollResult total = PollResult.EMPTY;
     try (ListConsumer other = consumer(f).consumerName("b").heartbeatTtl(Duration.ofSeconds(60))
         .heartbeatInterval(Duration.ofSeconds(10)).handler((tx, m) -> {
-      deliveries.add(m.deliveries());
+      deliveries.add(m.delivery().count());
       effect.handle(tx, m);
     }).build()) {
       long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
