@@ -166,11 +166,11 @@ final class DeadLetterQueries {
 
   /** The dead letter of the current row of a result selecting {@link #COLUMNS}. */
   static DeadLetter read(ResultSet rs) throws SQLException {
-    return new DeadLetter(rs.getLong("id"), rs.getObject("message_id", UUID.class), rs.getString("stream_key"),
-        rs.getString("stream_id"), rs.getString("type"), rs.getInt("deliveries"), rs.getString("error"),
-        instant(rs, "dead_at"), rs.getString("status"), rs.getString("consumer_group"), rs.getString("topic"),
-        instant(rs, "retry_requested_at"), instant(rs, "retried_at"), instant(rs, "retry_failed_at"),
-        rs.getString("retry_error"));
+    return new DeadLetter(rs.getLong("id"), rs.getObject("message_id", UUID.class), rs.getString("type"),
+        new DeadLetter.Delivery(rs.getString("stream_key"), rs.getString("stream_id"), rs.getInt("deliveries")),
+        rs.getString("error"), instant(rs, "dead_at"), rs.getString("status"), rs.getString("consumer_group"),
+        rs.getString("topic"), new DeadLetter.Retry(instant(rs, "retry_requested_at"), instant(rs, "retried_at"),
+            instant(rs, "retry_failed_at"), rs.getString("retry_error")));
   }
 
   private static Instant instant(ResultSet rs, String column) throws SQLException {
