@@ -31,10 +31,12 @@ final class StatusReport {
       out.set(out.size() - 1, out.get(out.size() - 1) + "  node (slot)");
     }
     for (TopicStatus.ShardStatus s : t.shards()) {
+      TopicStatus.ShardStatus.Lease lease = s.lease();
+      TopicStatus.ShardStatus.Stream stream = s.stream();
       out.add(String.format("  %-5d %,12d %12s  %-36s %6d %-8s %,10d  %-24s %-24s", s.shard(), s.outboxDepth(),
-          age(s.oldestUnpublishedAge()), s.leaseOwner() == null ? "-" : s.leaseOwner(), s.leaseEpoch(),
-          s.leaseOwner() == null ? "-" : s.leaseLive() ? "live" : "expired", s.streamLength(),
-          entry(s.firstEntryId(), s.firstEntryAge()), entry(s.lastEntryId(), s.lastEntryAge()))
+          age(s.oldestUnpublishedAge()), lease.owner() == null ? "-" : lease.owner(), lease.epoch(),
+          lease.owner() == null ? "-" : lease.live() ? "live" : "expired", stream.length(),
+          entry(stream.firstEntryId(), stream.firstEntryAge()), entry(stream.lastEntryId(), stream.lastEntryAge()))
           + (cluster ? "  " + s.node() + " (" + s.slot() + ")" : ""));
     }
     for (TopicStatus.ShardStatus s : t.shards()) {
@@ -87,20 +89,20 @@ final class StatusReport {
       x.put("outboxDepth", s.outboxDepth());
       x.put("oldestUnpublishedMillis", millis(s.oldestUnpublishedAge()));
       Map<String, Object> lease = new LinkedHashMap<>();
-      lease.put("owner", s.leaseOwner());
-      lease.put("epoch", s.leaseEpoch());
-      lease.put("expiresAt", s.leaseExpiresAt() == null ? null : s.leaseExpiresAt().toString());
-      lease.put("live", s.leaseLive());
+      lease.put("owner", s.lease().owner());
+      lease.put("epoch", s.lease().epoch());
+      lease.put("expiresAt", s.lease().expiresAt() == null ? null : s.lease().expiresAt().toString());
+      lease.put("live", s.lease().live());
       lease.put("pausedSince", s.pausedSince() == null ? null : s.pausedSince().toString());
       x.put("lease", lease);
       Map<String, Object> stream = new LinkedHashMap<>();
-      stream.put("key", s.streamKey());
-      stream.put("exists", s.streamExists());
-      stream.put("length", s.streamLength());
-      stream.put("firstEntryId", s.firstEntryId());
-      stream.put("firstEntryAgeMillis", millis(s.firstEntryAge()));
-      stream.put("lastEntryId", s.lastEntryId());
-      stream.put("lastEntryAgeMillis", millis(s.lastEntryAge()));
+      stream.put("key", s.stream().key());
+      stream.put("exists", s.stream().exists());
+      stream.put("length", s.stream().length());
+      stream.put("firstEntryId", s.stream().firstEntryId());
+      stream.put("firstEntryAgeMillis", millis(s.stream().firstEntryAge()));
+      stream.put("lastEntryId", s.stream().lastEntryId());
+      stream.put("lastEntryAgeMillis", millis(s.stream().lastEntryAge()));
       x.put("stream", stream);
       if (s.node() != null) {
         x.put("node", s.node());
