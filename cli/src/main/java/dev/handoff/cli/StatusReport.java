@@ -56,8 +56,8 @@ final class StatusReport {
           age(oldestPending(g)), g.deadLetters()));
       for (ConsumerStatus.StreamStatus s : g.streams()) {
         out.add(String.format("    %-28s backlog %,d%s, pending %,d, consumers %s, deliveries %s", s.streamKey(),
-            s.backlog(), s.backlogExact() ? "" : "+", s.pending(), new TreeMap<>(s.consumers()),
-            s.deliveryHistogram()));
+            s.backlog(), s.backlogExact() ? "" : "+", s.pending().count(), new TreeMap<>(s.pending().consumers()),
+            s.pending().deliveryHistogram()));
       }
     }
     for (ListStatus g : t.listGroups()) {
@@ -127,12 +127,12 @@ final class StatusReport {
         y.put("lastDeliveredId", s.lastDeliveredId());
         y.put("backlog", s.backlog());
         y.put("backlogExact", s.backlogExact());
-        y.put("pending", s.pending());
-        y.put("oldestPendingId", s.oldestPendingId());
-        y.put("oldestPendingMillis", millis(s.oldestPendingAge()));
-        y.put("consumers", new TreeMap<>(s.consumers()));
+        y.put("pending", s.pending().count());
+        y.put("oldestPendingId", s.pending().oldestId());
+        y.put("oldestPendingMillis", millis(s.pending().oldestAge()));
+        y.put("consumers", new TreeMap<>(s.pending().consumers()));
         Map<String, Object> histogram = new LinkedHashMap<>();
-        s.deliveryHistogram().forEach((deliveries, n) -> histogram.put(String.valueOf(deliveries), n));
+        s.pending().deliveryHistogram().forEach((deliveries, n) -> histogram.put(String.valueOf(deliveries), n));
         y.put("deliveryHistogram", histogram);
         streams.add(y);
       }
@@ -165,7 +165,7 @@ final class StatusReport {
   }
 
   private static Duration oldestPending(ConsumerStatus g) {
-    return g.streams().stream().map(ConsumerStatus.StreamStatus::oldestPendingAge).filter(d -> d != null)
+    return g.streams().stream().map(s -> s.pending().oldestAge()).filter(d -> d != null)
         .max(Duration::compareTo).orElse(null);
   }
 

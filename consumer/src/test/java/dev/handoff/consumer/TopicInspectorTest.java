@@ -100,9 +100,9 @@ class TopicInspectorTest {
         assertThat(g.backlog()).isEqualTo(30 - handled - 3);
         assertThat(g.deadLetters()).isZero();
         assertThat(g.streams()).allSatisfy(s -> {
-          assertThat(s.consumers()).containsEntry("stuck", 1L);
-          assertThat(s.deliveryHistogram()).containsExactly(Map.entry(1L, 1L));
-          assertThat(s.oldestPendingAge()).isNotNull();
+          assertThat(s.pending().consumers()).containsEntry("stuck", 1L);
+          assertThat(s.pending().deliveryHistogram()).containsExactly(Map.entry(1L, 1L));
+          assertThat(s.pending().oldestAge()).isNotNull();
         });
       });
       assertThat(inspector.status("orders", "nobody").streamGroups()).isEmpty();
