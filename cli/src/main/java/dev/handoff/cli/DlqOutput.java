@@ -22,7 +22,7 @@ final class DlqOutput {
     }
     out.printf(ROW, "ID", "GROUP", "STATE", "DEAD AT", "DELIVERIES", "TYPE", "ERROR");
     for (DeadLetter d : letters) {
-      out.printf(ROW, d.id(), d.group(), d.state().label(), d.deadAt(), d.deliveries(), d.type() == null ? "-"
+      out.printf(ROW, d.id(), d.group(), d.state().label(), d.deadAt(), d.delivery().count(), d.type() == null ? "-"
           : d.type(), shorten(CommandLines.firstLine(d.error()), 100));
     }
   }
@@ -56,14 +56,14 @@ final class DlqOutput {
     line(out, "message", d.messageId());
     line(out, "topic", d.topic());
     line(out, "type", d.type());
-    line(out, "stream", d.streamKey() + " " + d.streamId());
-    line(out, "deliveries", d.deliveries());
+    line(out, "stream", d.delivery().streamKey() + " " + d.delivery().streamId());
+    line(out, "deliveries", d.delivery().count());
     line(out, "dead at", d.deadAt());
-    line(out, "retry asked", d.retryRequestedAt());
-    line(out, "retried at", d.retriedAt());
-    line(out, "retry failed", d.retryFailedAt());
+    line(out, "retry asked", d.retry().requestedAt());
+    line(out, "retried at", d.retry().retriedAt());
+    line(out, "retry failed", d.retry().failedAt());
     line(out, "error", indent(d.error()));
-    line(out, "retry error", d.retryError() == null ? null : indent(d.retryError()));
+    line(out, "retry error", d.retry().error() == null ? null : indent(d.retry().error()));
   }
 
   static String json(List<DeadLetter> letters) {
@@ -82,16 +82,16 @@ final class DlqOutput {
     x.put("message_id", d.messageId());
     x.put("topic", d.topic());
     x.put("type", d.type());
-    x.put("stream_key", d.streamKey());
-    x.put("stream_id", d.streamId());
-    x.put("deliveries", d.deliveries());
+    x.put("stream_key", d.delivery().streamKey());
+    x.put("stream_id", d.delivery().streamId());
+    x.put("deliveries", d.delivery().count());
     x.put("dead_at", d.deadAt());
-    x.put("retry_requested_at", d.retryRequestedAt());
-    x.put("retried_at", d.retriedAt());
-    x.put("retry_failed_at", d.retryFailedAt());
+    x.put("retry_requested_at", d.retry().requestedAt());
+    x.put("retried_at", d.retry().retriedAt());
+    x.put("retry_failed_at", d.retry().failedAt());
     x.put("retryable", d.retryable());
     x.put("error", d.error());
-    x.put("retry_error", d.retryError());
+    x.put("retry_error", d.retry().error());
     return x;
   }
 

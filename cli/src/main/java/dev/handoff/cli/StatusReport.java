@@ -31,10 +31,12 @@ final class StatusReport {
       out.set(out.size() - 1, out.get(out.size() - 1) + "  node (slot)");
     }
     for (TopicStatus.ShardStatus s : t.shards()) {
+      TopicStatus.ShardStatus.Lease lease = s.lease();
+      TopicStatus.ShardStatus.Stream stream = s.stream();
       out.add(String.format("  %-5d %,12d %12s  %-36s %6d %-8s %,10d  %-24s %-24s", s.shard(), s.outboxDepth(),
-          age(s.oldestUnpublishedAge()), s.leaseOwner() == null ? "-" : s.leaseOwner(), s.leaseEpoch(),
-          s.leaseOwner() == null ? "-" : s.leaseLive() ? "live" : "expired", s.streamLength(),
-          entry(s.firstEntryId(), s.firstEntryAge()), entry(s.lastEntryId(), s.lastEntryAge()))
+          age(s.oldestUnpublishedAge()), lease.owner() == null ? "-" : lease.owner(), lease.epoch(),
+          lease.owner() == null ? "-" : lease.live() ? "live" : "expired", stream.length(),
+          entry(stream.firstEntryId(), stream.firstEntryAge()), entry(stream.lastEntryId(), stream.lastEntryAge()))
           + (cluster ? "  " + s.node() + " (" + s.slot() + ")" : ""));
     }
     for (TopicStatus.ShardStatus s : t.shards()) {
@@ -54,8 +56,8 @@ final class StatusReport {
           age(oldestPending(g)), g.deadLetters()));
       for (ConsumerStatus.StreamStatus s : g.streams()) {
         out.add(String.format("    %-28s backlog %,d%s, pending %,d, consumers %s, deliveries %s", s.streamKey(),
-            s.backlog(), s.backlogExact() ? "" : "+", s.pending(), new TreeMap<>(s.consumers()),
-            s.deliveryHistogram()));
+            s.backlog(), s.backlogExact() ? "" : "+", s.pending().count(), new TreeMap<>(s.pending().consumers()),
+            s.pending().deliveryHistogram()));
       }
     }
     for (ListStatus g : t.listGroups()) {
@@ -87,20 +89,20 @@ final class StatusReport {
       x.put("outboxDepth", s.outboxDepth());
       x.put("oldestUnpublishedMillis", millis(s.oldestUnpublishedAge()));
       Map<String, Object> lease = new LinkedHashMap<>();
-      lease.put("owner", s.leaseOwner());
-      lease.put("epoch", s.leaseEpoch());
-      lease.put("expiresAt", s.leaseExpiresAt() == null ? null : s.leaseExpiresAt().toString());
-      lease.put("live", s.leaseLive());
+      lease.put("owner", s.lease().owner());
+      lease.put("epoch", s.lease().epoch());
+      lease.put("expiresAt", s.lease().expiresAt() == null ? null : s.lease().expiresAt().toString());
+      lease.put("live", s.lease().live());
       lease.put("pausedSince", s.pausedSince() == null ? null : s.pausedSince().toString());
       x.put("lease", lease);
       Map<String, Object> stream = new LinkedHashMap<>();
-      stream.put("key", s.streamKey());
-      stream.put("exists", s.streamExists());
-      stream.put("length", s.streamLength());
-      stream.put("firstEntryId", s.firstEntryId());
-      stream.put("firstEntryAgeMillis", millis(s.firstEntryAge()));
-      stream.put("lastEntryId", s.lastEntryId());
-      stream.put("lastEntryAgeMillis", millis(s.lastEntryAge()));
+      stream.put("key", s.stream().key());
+      stream.put("exists", s.stream().exists());
+      stream.put("length", s.stream().length());
+      stream.put("firstEntryId", s.stream().firstEntryId());
+      stream.put("firstEntryAgeMillis", millis(s.stream().firstEntryAge()));
+      stream.put("lastEntryId", s.stream().lastEntryId());
+      stream.put("lastEntryAgeMillis", millis(s.stream().lastEntryAge()));
       x.put("stream", stream);
       if (s.node() != null) {
         x.put("node", s.node());
@@ -125,12 +127,12 @@ final class StatusReport {
         y.put("lastDeliveredId", s.lastDeliveredId());
         y.put("backlog", s.backlog());
         y.put("backlogExact", s.backlogExact());
-        y.put("pending", s.pending());
-        y.put("oldestPendingId", s.oldestPendingId());
-        y.put("oldestPendingMillis", millis(s.oldestPendingAge()));
-        y.put("consumers", new TreeMap<>(s.consumers()));
+        y.put("pending", s.pending().count());
+        y.put("oldestPendingId", s.pending().oldestId());
+        y.put("oldestPendingMillis", millis(s.pending().oldestAge()));
+        y.put("consumers", new TreeMap<>(s.pending().consumers()));
         Map<String, Object> histogram = new LinkedHashMap<>();
-        s.deliveryHistogram().forEach((deliveries, n) -> histogram.put(String.valueOf(deliveries), n));
+        s.pending().deliveryHistogram().forEach((deliveries, n) -> histogram.put(String.valueOf(deliveries), n));
         y.put("deliveryHistogram", histogram);
         streams.add(y);
       }
@@ -163,7 +165,7 @@ final class StatusReport {
   }
 
   private static Duration oldestPending(ConsumerStatus g) {
-    return g.streams().stream().map(ConsumerStatus.StreamStatus::oldestPendingAge).filter(d -> d != null)
+    return g.streams().stream().map(s -> s.pending().oldestAge()).filter(d -> d != null)
         .max(Duration::compareTo).orElse(null);
   }
 

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.SortedMap;
 import java.util.TreeMap;
 
@@ -35,12 +36,12 @@ public record ConsumerStatus(String group, String topic, List<StreamStatus> stre
 
   /** Delivered but unacknowledged entries over all shards. */
   public long pending() {
-    return streams.stream().mapToLong(StreamStatus::pending).sum();
+    return streams.stream().mapToLong(s -> s.pending().count()).sum();
   }
 
   /** Whether the group has nothing left to do: no backlog and nothing pending on any shard. */
   public boolean drained() {
-    return streams.stream().allMatch(s -> s.backlog() == 0 && s.backlogExact() && s.pending() == 0);
+    return streams.stream().allMatch(s -> s.backlog() == 0 && s.backlogExact() && s.pending().count() == 0);
   }
 
   /**
@@ -57,13 +58,7 @@ public record ConsumerStatus(String group, String topic, List<StreamStatus> stre
    *     exactly with a server-side {@code XRANGE (lastDeliveredId + COUNT} scan (tombstones cannot distort it,
    *     unlike 7.0's {@code lag}), up to a limit beyond which it is a lower bound
    * @param backlogExact whether {@code backlog} is exact (false when the scan limit was reached)
-   * @param pending delivered and not acknowledged ({@code XPENDING} total)
-   * @param oldestPendingId the lowest pending ID, or {@code null}
-   * @param oldestPendingAge how long ago the oldest pending entry was added to the stream (from its ID), or
-   *     {@code null}
-   * @param consumers pending count per consumer that has pending entries
-   * @param deliveryHistogram delivery count to number of pending entries with that count (scanned up to the
-   *     limit)
+   * @param pending the entries delivered and not acknowledged; never {@code null}
    */
   public record StreamStatus(
       String streamKey,
@@ -75,15 +70,32 @@ public record ConsumerStatus(String group, String topic, List<StreamStatus> stre
       String lastDeliveredId,
       long backlog,
       boolean backlogExact,
-      long pending,
-      String oldestPendingId,
-      Duration oldestPendingAge,
-      Map<String, Long> consumers,
-      SortedMap<Long, Long> deliveryHistogram) {
+      Pending pending) {
 
     public StreamStatus {
-      consumers = Map.copyOf(consumers);
-      deliveryHistogram = Collections.unmodifiableSortedMap(new TreeMap<>(deliveryHistogram));
+      Objects.requireNonNull(pending, "pending");
+    }
+
+    /**
+     * The entries of one stream delivered to the group and not acknowledged yet.
+     *
+     * @param count delivered and not acknowledged ({@code XPENDING} total)
+     * @param oldestId the lowest pending ID, or {@code null}
+     * @param oldestAge how long ago the oldest pending entry was added to the stream (from its ID), or {@code null}
+     * @param consumers pending count per consumer that has pending entries
+     * @param deliveryHistogram delivery count to number of pending entries with that count (scanned up to the limit)
+     */
+    public record Pending(
+        long count,
+        String oldestId,
+        Duration oldestAge,
+        Map<String, Long> consumers,
+        SortedMap<Long, Long> deliveryHistogram) {
+
+      public Pending {
+        consumers = Map.copyOf(consumers);
+        deliveryHistogram = Collections.unmodifiableSortedMap(new TreeMap<>(deliveryHistogram));
+      }
     }
   }
 }

@@ -19,10 +19,7 @@ import java.util.UUID;
  * @param headers the headers (including {@code traceparent} when present); unmodifiable
  * @param createdAt when the producer appended it
  * @param payload the payload bytes (not copied: treat as read-only)
- * @param streamKey the Redis stream it was read from
- * @param streamId the stream entry ID, {@code ms-seq}
- * @param deliveries how many times the group has delivered this entry, this delivery included (1 for a first
- *     delivery; for a retried dead letter, the count when it was dead-lettered; 0 for a replay)
+ * @param delivery where it was read from and how many times it was delivered; never {@code null}
  */
 public record InboundMessage(
     UUID messageId,
@@ -33,9 +30,7 @@ public record InboundMessage(
     Map<String, String> headers,
     Instant createdAt,
     byte[] payload,
-    String streamKey,
-    String streamId,
-    long deliveries) {
+    Delivery delivery) {
 
   public InboundMessage {
     Objects.requireNonNull(messageId, "messageId");
@@ -44,14 +39,29 @@ public record InboundMessage(
     headers = Map.copyOf(headers);
     Objects.requireNonNull(createdAt, "createdAt");
     Objects.requireNonNull(payload, "payload");
-    Objects.requireNonNull(streamKey, "streamKey");
-    Objects.requireNonNull(streamId, "streamId");
+    Objects.requireNonNull(delivery, "delivery");
+  }
+
+  /**
+   * Where a message was read from, and how many times its group has delivered it.
+   *
+   * @param streamKey the Redis stream it was read from (on lists: the list)
+   * @param streamId the stream entry ID, {@code ms-seq}
+   * @param count how many times the group has delivered this entry, this delivery included (1 for a first
+   *     delivery; for a retried dead letter, the count when it was dead-lettered; 0 for a replay)
+   */
+  public record Delivery(String streamKey, String streamId, long count) {
+
+    public Delivery {
+      Objects.requireNonNull(streamKey, "streamKey");
+      Objects.requireNonNull(streamId, "streamId");
+    }
   }
 
   /** Builds the handler's view of a decoded stream entry. */
   public static InboundMessage of(StreamMessage m, String streamKey, String streamId, long deliveries) {
     return new InboundMessage(m.messageId(), m.outboxId(), m.topic(), m.type(), m.key(), m.headers(),
-        m.createdAt(), m.payload(), streamKey, streamId, deliveries);
+        m.createdAt(), m.payload(), new Delivery(streamKey, streamId, deliveries));
   }
 
   /** The payload decoded as UTF-8 (JSON payloads, for instance). */
@@ -73,19 +83,18 @@ public record InboundMessage(
   public boolean equals(Object o) {
     return o instanceof InboundMessage m
         && toStreamMessage().equals(m.toStreamMessage())
-        && streamKey.equals(m.streamKey)
-        && streamId.equals(m.streamId)
-        && deliveries == m.deliveries;
+        && delivery.equals(m.delivery);
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(toStreamMessage(), streamKey, streamId, deliveries);
+    return Objects.hash(toStreamMessage(), delivery.streamKey(), delivery.streamId(), delivery.count());
   }
 
   @Override
   public String toString() {
-    return "InboundMessage[messageId=" + messageId + ", type=" + type + ", key=" + key + ", stream=" + streamKey
-        + ", id=" + streamId + ", deliveries=" + deliveries + ", payload=" + payload.length + " bytes]";
+    return "InboundMessage[messageId=" + messageId + ", type=" + type + ", key=" + key + ", stream="
+        + delivery.streamKey() + ", id=" + delivery.streamId() + ", deliveries=" + delivery.count() + ", payload="
+        + payload.length + " bytes]";
   }
 }

@@ -4,6 +4,7 @@ import dev.handoff.outbox.Transport;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -53,25 +54,44 @@ public record TopicStatus(String topic, Instant at, Set<Transport> transports, L
    * @param shard the shard number
    * @param outboxDepth committed rows of the shard not yet published
    * @param oldestUnpublishedAge how long ago the oldest of them was committed, or {@code null}
-   * @param leaseOwner the relay that holds or last held the shard's lease, or {@code null} if none ever did
-   * @param leaseEpoch the lease's fencing epoch (incremented at each takeover)
-   * @param leaseExpiresAt when the lease runs out unless renewed, or {@code null} without a lease row
-   * @param leaseLive whether the lease had not run out when read (by the database's clock)
-   * @param streamKey the shard's stream key
-   * @param streamExists whether the stream exists in Redis
-   * @param streamLength {@code XLEN}: entries retained, whatever their state
-   * @param firstEntryId the oldest retained entry, or {@code null}
-   * @param firstEntryAge how long ago that entry was added (from its ID), or {@code null}
-   * @param lastEntryId the newest entry, or {@code null}
-   * @param lastEntryAge how long ago that entry was added, or {@code null}
+   * @param lease the relay's lease on the shard, as the database holds it; never {@code null}
+   * @param stream the shard's stream in Redis; never {@code null}
    * @param slot on a Redis Cluster, the hash slot of the shard's keys (all of them are in one); -1 on one server
    * @param node on a Redis Cluster, the master that serves the slot ({@code host:port}) when read; {@code null} on
    *     one server
    * @param pausedSince when a relay stopped publishing the shard after finding that the database went back in time
    *     ({@code pauseOnDatabaseRewind}), until {@code handoff resume}; {@code null} while it publishes
    */
-  public record ShardStatus(int shard, long outboxDepth, Duration oldestUnpublishedAge, String leaseOwner,
-      long leaseEpoch, Instant leaseExpiresAt, boolean leaseLive, String streamKey, boolean streamExists,
-      long streamLength, String firstEntryId, Duration firstEntryAge, String lastEntryId, Duration lastEntryAge,
-      int slot, String node, Instant pausedSince) {}
+  public record ShardStatus(int shard, long outboxDepth, Duration oldestUnpublishedAge, Lease lease, Stream stream,
+      int slot, String node, Instant pausedSince) {
+
+    public ShardStatus {
+      Objects.requireNonNull(lease, "lease");
+      Objects.requireNonNull(stream, "stream");
+    }
+
+    /**
+     * A shard's relay lease.
+     *
+     * @param owner the relay that holds or last held the lease, or {@code null} if none ever did
+     * @param epoch the lease's fencing epoch (incremented at each takeover); 0 without a lease row
+     * @param expiresAt when the lease runs out unless renewed, or {@code null} without a lease row
+     * @param live whether the lease had not run out when read (by the database's clock)
+     */
+    public record Lease(String owner, long epoch, Instant expiresAt, boolean live) {}
+
+    /**
+     * A shard's stream.
+     *
+     * @param key the stream key
+     * @param exists whether the stream exists in Redis
+     * @param length {@code XLEN}: entries retained, whatever their state
+     * @param firstEntryId the oldest retained entry, or {@code null}
+     * @param firstEntryAge how long ago that entry was added (from its ID), or {@code null}
+     * @param lastEntryId the newest entry, or {@code null}
+     * @param lastEntryAge how long ago that entry was added, or {@code null}
+     */
+    public record Stream(String key, boolean exists, long length, String firstEntryId, Duration firstEntryAge,
+        String lastEntryId, Duration lastEntryAge) {}
+  }
 }

@@ -74,9 +74,9 @@ class DeadLetterTest {
       assertThat(dead).hasSize(1);
       DeadLetter d = dead.get(0);
       assertThat(d.messageId()).isEqualTo(poison.messageId());
-      assertThat(d.streamId()).isEqualTo(poisonId);
-      assertThat(d.streamKey()).isEqualTo(f.streamKey());
-      assertThat(d.deliveries()).isEqualTo(3);
+      assertThat(d.delivery().streamId()).isEqualTo(poisonId);
+      assertThat(d.delivery().streamKey()).isEqualTo(f.streamKey());
+      assertThat(d.delivery().count()).isEqualTo(3);
       assertThat(d.error()).contains("IllegalArgumentException: amount must be positive for payment");
       assertThat(d.status()).isEqualTo("dead");
       assertThat(d.retryable()).isTrue();
@@ -132,11 +132,11 @@ class DeadLetterTest {
       assertThat(dead).hasSize(2);
       DeadLetter version = dead.get(0);
       DeadLetter missing = dead.get(1);
-      assertThat(missing.streamId()).isEqualTo(missingFieldId);
+      assertThat(missing.delivery().streamId()).isEqualTo(missingFieldId);
       assertThat(missing.messageId()).isEqualTo(brokenId);
-      assertThat(missing.deliveries()).isEqualTo(1);
+      assertThat(missing.delivery().count()).isEqualTo(1);
       assertThat(missing.error()).startsWith("malformed: field 'outbox_id'");
-      assertThat(version.streamId()).isEqualTo(futureVersionId);
+      assertThat(version.delivery().streamId()).isEqualTo(futureVersionId);
       assertThat(version.messageId()).isNull();
       assertThat(version.error()).startsWith("malformed: field 'v'").contains("'99' is not supported");
       assertThat(version.retryable()).isFalse();
@@ -185,7 +185,7 @@ class DeadLetterTest {
       ConsumerTestKit.drain(consumer, Duration.ofSeconds(10));
       assertThat(consumer.deadLetters(5)).hasSize(1).allSatisfy(d -> {
         assertThat(d.messageId()).isEqualTo(poison.messageId());
-        assertThat(d.deliveries()).isEqualTo(2);
+        assertThat(d.delivery().count()).isEqualTo(2);
         assertThat(d.error()).contains("cannot book");
       });
     }

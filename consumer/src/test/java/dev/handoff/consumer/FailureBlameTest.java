@@ -132,7 +132,7 @@ class FailureBlameTest {
       List<DeadLetter> dead = consumer.deadLetters(10);
       assertThat(dead).singleElement().satisfies(d -> {
         assertThat(d.messageId()).isEqualTo(negative);
-        assertThat(d.deliveries()).isEqualTo(2);
+        assertThat(d.delivery().count()).isEqualTo(2);
         assertThat(d.error()).contains("charge_constraint_amount_check");
       });
       assertThat(env.queryLong("SELECT count(*) FROM charge_constraint")).isEqualTo(2);

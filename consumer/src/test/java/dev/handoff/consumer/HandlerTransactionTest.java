@@ -221,7 +221,7 @@ class HandlerTransactionTest {
           .requestRetry(g, DeadLetterSelection.id(id));
       assertThat(ConsumerTestKit.runRequestedRetriesNow(consumer)).isEqualTo(1);
       assertThat(f.effectCount(g, m.messageId())).isZero();
-      assertThat(consumer.deadLetters(10).get(0).retryError()).contains("ended the transaction it was given");
+      assertThat(consumer.deadLetters(10).get(0).retry().error()).contains("ended the transaction it was given");
 
       fixed.set(true);
       assertThat(consumer.retry(id)).isTrue();

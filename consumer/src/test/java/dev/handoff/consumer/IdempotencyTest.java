@@ -95,7 +95,7 @@ class IdempotencyTest {
         .backoff(Duration.ofMillis(400), Duration.ofMillis(800))
         .handler((tx, m) -> {
           if (m.messageId().equals(bad.messageId())) {
-            badDeliveries.add(m.deliveries());
+            badDeliveries.add(m.delivery().count());
             attemptTimes.add(System.nanoTime());
             if (badAttempts.incrementAndGet() == 1) {
               effect.handle(tx, m); // written, then rolled back with the marker
@@ -169,7 +169,7 @@ class IdempotencyTest {
     List<String> invocations = new CopyOnWriteArrayList<>();
     MessageHandler effect = f.effect("kit", null);
     MessageHandler counting = (tx, m) -> {
-      invocations.add(m.messageId() + "#" + m.deliveries());
+      invocations.add(m.messageId() + "#" + m.delivery().count());
       effect.handle(tx, m);
     };
     StreamConsumer doomed = f.consumer("kit").consumerName("doomed").handler(counting).faults(point -> {

@@ -106,7 +106,7 @@ class ListConsumerTest {
     PollResult total = PollResult.EMPTY;
     try (ListConsumer other = consumer(f).consumerName("b").heartbeatTtl(Duration.ofSeconds(60))
         .heartbeatInterval(Duration.ofSeconds(10)).handler((tx, m) -> {
-      deliveries.add(m.deliveries());
+      deliveries.add(m.delivery().count());
       effect.handle(tx, m);
     }).build()) {
       long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
@@ -273,9 +273,9 @@ class ListConsumerTest {
       List<DeadLetter> dead = consumer.deadLetters(10);
       assertThat(dead).hasSize(1);
       assertThat(dead.get(0).messageId()).isEqualTo(poison);
-      assertThat(dead.get(0).deliveries()).isEqualTo(3);
+      assertThat(dead.get(0).delivery().count()).isEqualTo(3);
       assertThat(dead.get(0).error()).contains("cannot charge " + poison);
-      assertThat(dead.get(0).streamKey()).isEqualTo(list(f.topic));
+      assertThat(dead.get(0).delivery().streamKey()).isEqualTo(list(f.topic));
       await().atMost(Duration.ofSeconds(5)).until(() -> consumer.status().drained());
     }
     assertThat(attempts).hasValue(3);

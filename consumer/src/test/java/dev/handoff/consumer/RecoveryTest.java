@@ -110,7 +110,7 @@ class RecoveryTest {
       // Group "g" of this class's other tests has dead letters of other topics, whichever order they ran in.
       List<DeadLetter> dead = restarted.deadLetters(10).stream().filter(d -> d.topic().equals("trimmed")).toList();
       assertThat(dead).hasSize(1);
-      assertThat(dead.get(0).streamId()).isEqualTo(ids.get(1));
+      assertThat(dead.get(0).delivery().streamId()).isEqualTo(ids.get(1));
       assertThat(dead.get(0).error()).startsWith("lost: ");
       assertThat(dead.get(0).messageId()).isNull();
     }

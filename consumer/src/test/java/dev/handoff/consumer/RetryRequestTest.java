@@ -138,8 +138,8 @@ class RetryRequestTest {
       assertThat(f.inboxCount("billing", "dead")).isZero();
       DeadLetter retried = admin().show(dead.id()).orElseThrow();
       assertThat(retried.status()).isEqualTo("retried");
-      assertThat(retried.retriedAt()).isNotNull();
-      assertThat(retried.retryRequestedAt()).isNull();
+      assertThat(retried.retry().retriedAt()).isNotNull();
+      assertThat(retried.retry().requestedAt()).isNull();
       assertThat(consumer.status().deadLetters()).isZero();
       assertThat(new long[] {env.redis().xlen(f.streamKey(0)), env.redis().xlen(f.streamKey(1))})
           .containsExactly(lengths);
@@ -148,7 +148,7 @@ class RetryRequestTest {
       assertThatThrownBy(() -> admin().requestRetry("billing", DeadLetterSelection.id(dead.id())))
           .isInstanceOf(ConsumerException.class)
           .hasMessage("dead letter " + dead.id() + " of consumer group 'billing' was already retried at "
-              + retried.retriedAt());
+              + retried.retry().retriedAt());
       assertThat(admin().requestRetry("billing", DeadLetterSelection.all())).isEqualTo(new RetryRequestResult(0, 0));
     }
     assertThat(attempts(poisonId)).isEqualTo(2);
@@ -170,9 +170,9 @@ class RetryRequestTest {
       assertThat(failed.state()).isEqualTo(State.RETRY_FAILED);
       assertThat(failed.status()).isEqualTo("dead");
       assertThat(failed.retryable()).isTrue();
-      assertThat(failed.retryRequestedAt()).isNull();
-      assertThat(failed.retryFailedAt()).isNotNull();
-      assertThat(failed.retryError()).contains("IllegalStateException: cannot book payment");
+      assertThat(failed.retry().requestedAt()).isNull();
+      assertThat(failed.retry().failedAt()).isNotNull();
+      assertThat(failed.retry().error()).contains("IllegalStateException: cannot book payment");
       assertThat(failed.error()).isEqualTo(dead.error());
       assertThat(f.inboxCount("g", "dead")).isEqualTo(1);
       assertThat(f.effectCount("g", poison)).isZero();
@@ -195,8 +195,8 @@ class RetryRequestTest {
       assertThat(attempts(poison)).isEqualTo(4);
       DeadLetter postponed = admin().show(dead.id()).orElseThrow();
       assertThat(postponed.state()).isEqualTo(State.RETRY_REQUESTED);
-      assertThat(postponed.retryFailedAt()).isEqualTo(failedTwice.retryFailedAt());
-      assertThat(postponed.retryError()).isEqualTo(failedTwice.retryError());
+      assertThat(postponed.retry().failedAt()).isEqualTo(failedTwice.retry().failedAt());
+      assertThat(postponed.retry().error()).isEqualTo(failedTwice.retry().error());
       assertThat(f.inboxCount("g", "dead")).isEqualTo(1);
 
       // and once it is fixed, the same request commits its effect once
@@ -244,7 +244,7 @@ class RetryRequestTest {
       DeadLetter requested = deadLetterOf("s", poison.get(1).messageId());
       DeadLetter failedAgain = deadLetterOf("s", poison.get(2).messageId());
       DeadLetter malformed = admin().list("s", DeadLetterSelection.all(), 100).stream()
-          .filter(d -> d.streamId().equals(undecodable)).findFirst().orElseThrow();
+          .filter(d -> d.delivery().streamId().equals(undecodable)).findFirst().orElseThrow();
 
       admin().requestRetry("s", DeadLetterSelection.id(failedAgain.id()));
       assertThat(ConsumerTestKit.runRequestedRetriesNow(consumer)).isEqualTo(1);

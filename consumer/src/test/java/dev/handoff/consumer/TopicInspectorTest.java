@@ -84,13 +84,13 @@ class TopicInspectorTest {
       assertThat(status.oldestUnpublishedAge()).isNotNull();
       Map<Integer, Long> published = publishedPerShard("orders");
       assertThat(status.shards()).hasSize(3).allSatisfy(s -> {
-        assertThat(s.leaseOwner()).isEqualTo(relay.config().owner());
-        assertThat(s.leaseLive()).isTrue();
-        assertThat(s.leaseEpoch()).isPositive();
-        assertThat(s.streamExists()).isTrue();
-        assertThat(s.streamLength()).as("shard %d", s.shard()).isEqualTo(published.getOrDefault(s.shard(), 0L));
-        assertThat(s.firstEntryId()).isNotNull();
-        assertThat(s.lastEntryAge()).isNotNull();
+        assertThat(s.lease().owner()).isEqualTo(relay.config().owner());
+        assertThat(s.lease().live()).isTrue();
+        assertThat(s.lease().epoch()).isPositive();
+        assertThat(s.stream().exists()).isTrue();
+        assertThat(s.stream().length()).as("shard %d", s.shard()).isEqualTo(published.getOrDefault(s.shard(), 0L));
+        assertThat(s.stream().firstEntryId()).isNotNull();
+        assertThat(s.stream().lastEntryAge()).isNotNull();
       });
       assertThat(status.shards().stream().mapToLong(TopicStatus.ShardStatus::outboxDepth).sum()).isEqualTo(7);
 
@@ -100,9 +100,9 @@ class TopicInspectorTest {
         assertThat(g.backlog()).isEqualTo(30 - handled - 3);
         assertThat(g.deadLetters()).isZero();
         assertThat(g.streams()).allSatisfy(s -> {
-          assertThat(s.consumers()).containsEntry("stuck", 1L);
-          assertThat(s.deliveryHistogram()).containsExactly(Map.entry(1L, 1L));
-          assertThat(s.oldestPendingAge()).isNotNull();
+          assertThat(s.pending().consumers()).containsEntry("stuck", 1L);
+          assertThat(s.pending().deliveryHistogram()).containsExactly(Map.entry(1L, 1L));
+          assertThat(s.pending().oldestAge()).isNotNull();
         });
       });
       assertThat(inspector.status("orders", "nobody").streamGroups()).isEmpty();
@@ -125,8 +125,8 @@ class TopicInspectorTest {
 
       TopicStatus refunds = inspector.status("refunds");
       assertThat(refunds.shards()).hasSize(2).allSatisfy(s -> {
-        assertThat(s.streamExists()).isFalse();
-        assertThat(s.leaseOwner()).isEqualTo(relay.config().owner());
+        assertThat(s.stream().exists()).isFalse();
+        assertThat(s.lease().owner()).isEqualTo(relay.config().owner());
       });
       assertThat(refunds.transports()).isEmpty();
       assertThat(refunds.streamGroups()).isEmpty();

@@ -63,11 +63,12 @@ final class StatusJson {
         y.put("last_delivered", ss.lastDeliveredId());
         y.put("backlog", ss.backlog());
         y.put("backlog_exact", ss.backlogExact());
-        y.put("pending", ss.pending());
-        y.put("oldest_pending", ss.oldestPendingId());
-        y.put("oldest_pending_age_ms", ss.oldestPendingAge() == null ? null : ss.oldestPendingAge().toMillis());
-        y.put("consumers", ss.consumers());
-        y.put("delivery_histogram", ss.deliveryHistogram());
+        ConsumerStatus.StreamStatus.Pending pending = ss.pending();
+        y.put("pending", pending.count());
+        y.put("oldest_pending", pending.oldestId());
+        y.put("oldest_pending_age_ms", pending.oldestAge() == null ? null : pending.oldestAge().toMillis());
+        y.put("consumers", pending.consumers());
+        y.put("delivery_histogram", pending.deliveryHistogram());
         per.add(y);
       }
       x.put("shards", per);

@@ -64,7 +64,8 @@ final class StatusText {
       for (int i = 0; i < st.streams().size(); i++) {
         ConsumerStatus.StreamStatus ss = st.streams().get(i);
         out.add(String.format("  %-5d %,10d%s %,10d %14s  %-30s %s", i, ss.backlog(), ss.backlogExact() ? " " : "+",
-            ss.pending(), age(ss.oldestPendingAge()), consumers(ss.consumers()), histogram(ss)));
+            ss.pending().count(), age(ss.pending().oldestAge()), consumers(ss.pending().consumers()),
+            histogram(ss.pending())));
       }
     }
     if (snap.lists() != null) {
@@ -119,12 +120,12 @@ final class StatusText {
     return b.toString();
   }
 
-  private static String histogram(ConsumerStatus.StreamStatus ss) {
-    if (ss.deliveryHistogram().isEmpty()) {
+  private static String histogram(ConsumerStatus.StreamStatus.Pending pending) {
+    if (pending.deliveryHistogram().isEmpty()) {
       return "-";
     }
     StringBuilder b = new StringBuilder();
-    ss.deliveryHistogram().forEach((k, v) -> b.append(b.length() == 0 ? "" : ", ").append(k).append("x: ")
+    pending.deliveryHistogram().forEach((k, v) -> b.append(b.length() == 0 ? "" : ", ").append(k).append("x: ")
         .append(v));
     return b.toString();
   }

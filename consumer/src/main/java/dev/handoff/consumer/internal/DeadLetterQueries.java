@@ -24,8 +24,8 @@ final class DeadLetterQueries {
       String type, Map<String, String> headers, byte[] payload, Instant createdAt, long deliveries, String error) {
 
     static Row of(InboundMessage m, String error) {
-      return new Row(m.messageId(), m.topic(), m.streamKey(), m.streamId(), m.outboxId(), m.key(), m.type(),
-          m.headers(), m.payload(), m.createdAt(), m.deliveries(), error);
+      return new Row(m.messageId(), m.topic(), m.delivery().streamKey(), m.delivery().streamId(), m.outboxId(),
+          m.key(), m.type(), m.headers(), m.payload(), m.createdAt(), m.delivery().count(), error);
     }
   }
 
@@ -127,8 +127,8 @@ final class DeadLetterQueries {
         long outboxId = rs.getLong("outbox_id");
         message = new InboundMessage(messageId, outboxId, rs.getString("topic"), type,
             rs.getString("message_key"), headers == null ? Map.of() : Json.readStringMap(headers),
-            created == null ? Instant.EPOCH : created.toInstant(), payload, rs.getString("stream_key"),
-            rs.getString("stream_id"), rs.getInt("deliveries"));
+            created == null ? Instant.EPOCH : created.toInstant(), payload, new InboundMessage.Delivery(
+                rs.getString("stream_key"), rs.getString("stream_id"), rs.getInt("deliveries")));
       }
       return new Stored(rs.getLong("id"), rs.getString("status"), message);
     }
@@ -166,11 +166,11 @@ final class DeadLetterQueries {
 
   /** The dead letter of the current row of a result selecting {@link #COLUMNS}. */
   static DeadLetter read(ResultSet rs) throws SQLException {
-    return new DeadLetter(rs.getLong("id"), rs.getObject("message_id", UUID.class), rs.getString("stream_key"),
-        rs.getString("stream_id"), rs.getString("type"), rs.getInt("deliveries"), rs.getString("error"),
-        instant(rs, "dead_at"), rs.getString("status"), rs.getString("consumer_group"), rs.getString("topic"),
-        instant(rs, "retry_requested_at"), instant(rs, "retried_at"), instant(rs, "retry_failed_at"),
-        rs.getString("retry_error"));
+    return new DeadLetter(rs.getLong("id"), rs.getObject("message_id", UUID.class), rs.getString("type"),
+        new DeadLetter.Delivery(rs.getString("stream_key"), rs.getString("stream_id"), rs.getInt("deliveries")),
+        rs.getString("error"), instant(rs, "dead_at"), rs.getString("status"), rs.getString("consumer_group"),
+        rs.getString("topic"), new DeadLetter.Retry(instant(rs, "retry_requested_at"), instant(rs, "retried_at"),
+            instant(rs, "retry_failed_at"), rs.getString("retry_error")));
   }
 
   private static Instant instant(ResultSet rs, String column) throws SQLException {

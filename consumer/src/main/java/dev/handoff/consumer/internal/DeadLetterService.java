@@ -194,8 +194,9 @@ final class DeadLetterService {
       throw new ConsumerException("dead letter " + stored.id() + " of consumer group '" + group
           + "' cannot be retried: its entry could not be decoded or was lost, so the message is not stored");
     }
-    boolean run = inbox.revive(c, group, m.messageId(), m.streamId())
-        || !inbox.insert(c, group, List.of(m.messageId()), List.of(m.streamId()), InboxQueries.PROCESSED).isEmpty();
+    String streamId = m.delivery().streamId();
+    boolean run = inbox.revive(c, group, m.messageId(), streamId)
+        || !inbox.insert(c, group, List.of(m.messageId()), List.of(streamId), InboxQueries.PROCESSED).isEmpty();
     HandlerTransaction guard = null;
     if (run) {
       try {

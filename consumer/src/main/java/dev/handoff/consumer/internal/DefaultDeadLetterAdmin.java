@@ -153,7 +153,7 @@ public final class DefaultDeadLetterAdmin implements DeadLetterAdmin {
     DeadLetter d = found.get(0);
     if (d.state() == DeadLetter.State.RETRIED) {
       throw new ConsumerException("dead letter " + id + " of consumer group '" + d.group() + "' was already retried"
-          + (d.retriedAt() == null ? "" : " at " + d.retriedAt()));
+          + (d.retry().retriedAt() == null ? "" : " at " + d.retry().retriedAt()));
     }
     if (!d.retryable()) {
       throw new ConsumerException("dead letter " + id + " of consumer group '" + d.group() + "' cannot be retried:"

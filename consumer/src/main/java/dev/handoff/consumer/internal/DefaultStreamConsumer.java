@@ -171,7 +171,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     for (int i = 0; i < messages.size(); i += config.reading().batchSize()) {
       List<Delivery> batch = new ArrayList<>();
       for (InboundMessage m : messages.subList(i, Math.min(messages.size(), i + config.reading().batchSize()))) {
-        batch.add(Delivery.of(m, groups.shardOf(m.streamKey())));
+        batch.add(Delivery.of(m, groups.shardOf(m.delivery().streamKey())));
       }
       total = total.plus(settleReplay(batch));
     }

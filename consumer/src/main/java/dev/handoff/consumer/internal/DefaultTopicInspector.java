@@ -99,8 +99,8 @@ public final class DefaultTopicInspector implements TopicInspector {
       for (int shard = 0; shard < shardCount; shard++) {
         TopicStatus.ShardStatus s = shard(topic, shard, depth.get(shard), leases.get(shard), now);
         shards.add(s);
-        if (s.streamExists()) {
-          for (StreamGroupInfo g : redis.xinfoGroups(s.streamKey())) {
+        if (s.stream().exists()) {
+          for (StreamGroupInfo g : redis.xinfoGroups(s.stream().key())) {
             streamGroupNames.add(g.getName());
           }
         }
@@ -167,10 +167,10 @@ public final class DefaultTopicInspector implements TopicInspector {
     Timestamp expires = lease == null ? null : (Timestamp) lease[2];
     return new TopicStatus.ShardStatus(shard, depth == null ? 0 : (Long) depth[0],
         oldest == null ? null : nonNegative(Duration.between(oldest.toInstant(), now)),
-        lease == null ? null : (String) lease[0], lease == null ? 0 : (Long) lease[1],
-        expires == null ? null : expires.toInstant(), lease != null && (Boolean) lease[3], key, exists, length,
-        first, age(first, now), last, age(last, now), slotOf(key), nodeOf(key),
-        lease == null || lease[4] == null ? null : ((Timestamp) lease[4]).toInstant());
+        new TopicStatus.ShardStatus.Lease(lease == null ? null : (String) lease[0], lease == null ? 0 : (Long) lease[1],
+            expires == null ? null : expires.toInstant(), lease != null && (Boolean) lease[3]),
+        new TopicStatus.ShardStatus.Stream(key, exists, length, first, age(first, now), last, age(last, now)),
+        slotOf(key), nodeOf(key), lease == null || lease[4] == null ? null : ((Timestamp) lease[4]).toInstant());
   }
 
   private int slotOf(String key) {

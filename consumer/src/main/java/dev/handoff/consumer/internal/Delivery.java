@@ -49,7 +49,8 @@ final class Delivery {
   }
 
   static Delivery of(InboundMessage m, int shard) {
-    return new Delivery(m.streamKey(), shard, m.streamId(), m.deliveries(), Map.of(), m, null, null);
+    return new Delivery(m.delivery().streamKey(), shard, m.delivery().streamId(), m.delivery().count(), Map.of(), m,
+        null, null);
   }
 
   boolean lost() {

@@ -33,8 +33,8 @@ final class HandlerMdc implements AutoCloseable {
     scope.put(TOPIC, m.topic());
     scope.put(GROUP, group);
     scope.put(MESSAGE_ID, m.messageId().toString());
-    scope.put(SOURCE, m.streamKey());
-    scope.put(ENTRY_ID, m.streamId());
+    scope.put(SOURCE, m.delivery().streamKey());
+    scope.put(ENTRY_ID, m.delivery().streamId());
     scope.put(TRACEPARENT, m.traceparent());
     return scope;
   }

@@ -111,7 +111,7 @@ final class OutboxQueries {
         }
         return new InboundMessage(rs.getObject(1, UUID.class), rs.getLong(2), topic, rs.getString(4),
             rs.getString(3), Json.readStringMap(rs.getString(5)), rs.getTimestamp(7).toInstant(), rs.getBytes(6),
-            streamKey, streamId, deliveries);
+            new InboundMessage.Delivery(streamKey, streamId, deliveries));
       }
     }
   }

@@ -134,8 +134,8 @@ final class OutboxReplay {
       }
       try {
         InboundMessage m = new InboundMessage(r.messageId(), r.id(), config.topic().name(), r.type(), r.key(),
-            Json.readStringMap(r.headers()), r.createdAt(), r.payload(), keyOfShard.apply(r.shard()),
-            r.streamMs() + "-" + r.streamSeq(), 0);
+            Json.readStringMap(r.headers()), r.createdAt(), r.payload(),
+            new InboundMessage.Delivery(keyOfShard.apply(r.shard()), r.streamMs() + "-" + r.streamSeq(), 0));
         batch.add(Delivery.of(m, r.shard()));
       } catch (RuntimeException e) {
         t.fail(new ReplayResult.Failure(r.messageId(), r.id(), new ConsumerException("outbox row " + r.id()

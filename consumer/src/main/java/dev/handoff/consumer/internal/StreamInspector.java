@@ -29,6 +29,9 @@ final class StreamInspector {
       if #r == 0 then return {0, ARGV[1]} end
       return {#r, r[#r][1]}""");
   private static final int COUNT_PAGE_SIZE = 500;
+  /** Nothing pending: the stream or the group does not exist. */
+  private static final ConsumerStatus.StreamStatus.Pending NOTHING_PENDING =
+      new ConsumerStatus.StreamStatus.Pending(0, null, null, Map.of(), new TreeMap<>());
 
   /** The scripts of a stream consumer's status, the operator's, for the ACL check. */
   static List<LuaScript> scripts() {
@@ -50,8 +53,7 @@ final class StreamInspector {
     List<ConsumerStatus.StreamStatus> streams = new ArrayList<>();
     for (String key : streamKeys) {
       if (!exists(key)) {
-        streams.add(new ConsumerStatus.StreamStatus(key, false, false, 0, null, null, null, 0, true, 0, null, null,
-            Map.of(), new TreeMap<>()));
+        streams.add(new ConsumerStatus.StreamStatus(key, false, false, 0, null, null, null, 0, true, NOTHING_PENDING));
         continue;
       }
       String lastDelivered = lastDeliveredId(key);
@@ -60,8 +62,8 @@ final class StreamInspector {
       String last = lastEntryId(key);
       if (lastDelivered == null) {
         // Without a group nothing was delivered: every retained entry is backlog.
-        streams.add(new ConsumerStatus.StreamStatus(key, true, false, length, first, last, null, length, true, 0,
-            null, null, Map.of(), new TreeMap<>()));
+        streams.add(new ConsumerStatus.StreamStatus(key, true, false, length, first, last, null, length, true,
+            NOTHING_PENDING));
         continue;
       }
       long[] backlog = countAfter(key, lastDelivered, scanLimit);
@@ -70,9 +72,8 @@ final class StreamInspector {
           : Duration.ofMillis(Math.max(0, nowMillis - Long.parseLong(pending.minId().substring(0,
               pending.minId().indexOf('-')))));
       streams.add(new ConsumerStatus.StreamStatus(key, true, true, length, first, last, lastDelivered, backlog[0],
-          backlog[1] == 0, pending.total(), pending.minId(), age, pending.consumers(),
-          pending.total() == 0 ? new TreeMap<>()
-              : deliveryHistogram(key, scanLimit)));
+          backlog[1] == 0, new ConsumerStatus.StreamStatus.Pending(pending.total(), pending.minId(), age,
+              pending.consumers(), pending.total() == 0 ? new TreeMap<>() : deliveryHistogram(key, scanLimit))));
     }
     return streams;
   }

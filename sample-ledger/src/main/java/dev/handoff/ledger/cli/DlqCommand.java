@@ -73,8 +73,9 @@ final class DlqCommand implements Runnable {
             "error");
         for (DeadLetter d : letters) {
           String error = d.error().lines().findFirst().orElse("");
+          DeadLetter.Delivery at = d.delivery();
           out.printf("%-6d %-8s %-36s %-28s %10d  %s%n", d.id(), d.status(), d.messageId(),
-              d.streamKey().substring(d.streamKey().indexOf('{')) + " " + d.streamId(), d.deliveries(),
+              at.streamKey().substring(at.streamKey().indexOf('{')) + " " + at.streamId(), at.count(),
               error.length() > 140 ? error.substring(0, 137) + "..." : error);
         }
         return 0;

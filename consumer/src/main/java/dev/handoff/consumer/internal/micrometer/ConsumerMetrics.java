@@ -128,7 +128,7 @@ public final class ConsumerMetrics implements ConsumerListener {
     if (status instanceof ConsumerStatus cs) {
       for (int s = 0; s < shards.length && s < cs.streams().size(); s++) {
         ConsumerStatus.StreamStatus st = cs.streams().get(s);
-        shards[s].set(st.backlog(), st.pending(), st.oldestPendingAge());
+        shards[s].set(st.backlog(), st.pending().count(), st.pending().oldestAge());
       }
     } else if (status instanceof ListStatus ls) {
       for (int s = 0; s < shards.length && s < ls.shards().size(); s++) {
