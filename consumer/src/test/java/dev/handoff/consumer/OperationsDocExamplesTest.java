@@ -171,7 +171,7 @@ class OperationsDocExamplesTest {
     assertThat(admin.show(recent.get(0).id())).isEmpty();
     assertThat(admin.list("billing", DeadLetterSelection.all(), 100)).extracting(DeadLetter::id)
         .containsExactlyInAnyOrder(recent.get(1).id(), recent.get(2).id())
-        .allSatisfy(id -> assertThat(admin.show(id).orElseThrow().retryRequestedAt()).isNotNull());
+        .allSatisfy(id -> assertThat(admin.show(id).orElseThrow().retry().requestedAt()).isNotNull());
   }
 
   @Test
