@@ -1,7 +1,7 @@
 package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.handoff.consumer.StreamAdmin;
+import dev.handoff.consumer.admin.StreamAdmin;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;

@@ -1,9 +1,9 @@
 package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.handoff.consumer.TopicInspector;
-import dev.handoff.consumer.TopicInspector.FailoverReport;
-import dev.handoff.consumer.TopicInspector.FailoverReport.StreamFindings;
+import dev.handoff.consumer.admin.TopicInspector;
+import dev.handoff.consumer.admin.TopicInspector.FailoverReport;
+import dev.handoff.consumer.admin.TopicInspector.FailoverReport.StreamFindings;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

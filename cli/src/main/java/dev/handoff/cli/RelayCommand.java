@@ -4,10 +4,10 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.migrations.HandoffGrants;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Health;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.internal.TopicRegistry;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayBuilder;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -23,10 +23,10 @@ import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
-import picocli.CommandLine;
 import redis.clients.jedis.UnifiedJedis;
 
 /**

@@ -1,9 +1,9 @@
 package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.handoff.outbox.RelayBuilder;
-import dev.handoff.outbox.RepairReport;
-import dev.handoff.outbox.StreamRepair;
+import dev.handoff.relay.RelayBuilder;
+import dev.handoff.relay.RepairReport;
+import dev.handoff.relay.StreamRepair;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.List;

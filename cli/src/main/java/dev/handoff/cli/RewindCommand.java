@@ -1,8 +1,8 @@
 package dev.handoff.cli;
 
-import dev.handoff.consumer.RewindPlan;
-import dev.handoff.consumer.RewindRefusedException;
-import dev.handoff.consumer.RewindTarget;
+import dev.handoff.consumer.admin.RewindPlan;
+import dev.handoff.consumer.admin.RewindRefusedException;
+import dev.handoff.consumer.admin.RewindTarget;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -14,7 +14,7 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code handoff rewind}: sets a consumer group back on every shard of a topic, within what the streams retain
- * ({@link dev.handoff.consumer.StreamAdmin#rewind}).
+ * ({@link dev.handoff.consumer.admin.StreamAdmin#rewind}).
  *
  * <pre>java -jar handoff.jar rewind --topic payments --group billing --to 2026-12-01T10:00:00Z --dry-run</pre>
  */

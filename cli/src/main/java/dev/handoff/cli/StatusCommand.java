@@ -1,8 +1,8 @@
 package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.handoff.consumer.TopicInspector;
-import dev.handoff.consumer.TopicStatus;
+import dev.handoff.consumer.admin.TopicInspector;
+import dev.handoff.consumer.admin.TopicStatus;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.time.Instant;

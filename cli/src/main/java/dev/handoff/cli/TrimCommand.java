@@ -1,7 +1,7 @@
 package dev.handoff.cli;
 
-import dev.handoff.consumer.RewindRefusedException;
-import dev.handoff.consumer.TrimReport;
+import dev.handoff.consumer.admin.RewindRefusedException;
+import dev.handoff.consumer.admin.TrimReport;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -12,7 +12,7 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code handoff trim}: shows per shard and per group what a topic's streams still hold, and trims what every
- * group finished ({@link dev.handoff.consumer.StreamAdmin#trim}).
+ * group finished ({@link dev.handoff.consumer.admin.StreamAdmin#trim}).
  *
  * <pre>java -jar handoff.jar trim --topic payments --dry-run</pre>
  */

@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.handoff.consumer.DeadLetter;
-import dev.handoff.consumer.DeadLetterAdmin;
-import dev.handoff.consumer.DeadLetterSelection;
 import dev.handoff.consumer.MessageHandler;
 import dev.handoff.consumer.StreamConsumer;
+import dev.handoff.consumer.admin.DeadLetterAdmin;
+import dev.handoff.consumer.admin.DeadLetterSelection;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.StreamMessage;

@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
-import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.nio.charset.StandardCharsets;
@@ -132,7 +132,7 @@ class RepairCommandTest {
     return a.toArray(String[]::new);
   }
 
-  private dev.handoff.outbox.RelayBuilder relay(String topic) {
+  private dev.handoff.relay.RelayBuilder relay(String topic) {
     return Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic));
   }

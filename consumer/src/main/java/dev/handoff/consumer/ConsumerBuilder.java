@@ -1,5 +1,6 @@
 package dev.handoff.consumer;
 
+import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.consumer.internal.Collaborators;
 import dev.handoff.consumer.internal.ConsumerNames;
 import dev.handoff.consumer.internal.JooqHandlers;
@@ -112,7 +113,7 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
    * {@code HostAndPort}. handoff always speaks RESP2 and sets the blocking-read socket timeout itself ({@code block}
    * + margin), whatever this says. Defaults to Jedis's defaults (no auth, 2 s timeouts).
    *
-   * @throws IllegalStateException on a builder started with a Redis URL or a {@link RedisConnectionSpec}: those
+   * @throws IllegalStateException on a builder started with a Redis URL or a {@link dev.handoff.outbox.RedisConnectionSpec}: those
    *     already say the login, TLS and timeouts, and a second place to say them would silently replace the first
    */
   public B redisConfig(JedisClientConfig config) {

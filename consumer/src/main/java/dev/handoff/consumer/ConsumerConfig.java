@@ -1,5 +1,6 @@
 package dev.handoff.consumer;
 
+import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.migrations.SchemaNames;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;

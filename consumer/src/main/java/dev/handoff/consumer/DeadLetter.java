@@ -1,5 +1,6 @@
 package dev.handoff.consumer;
 
+import dev.handoff.consumer.admin.DeadLetterAdmin;
 import java.time.Instant;
 import java.util.Locale;
 import java.util.Objects;

@@ -1,11 +1,11 @@
 package dev.handoff.consumer;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayBuilder;
-import dev.handoff.outbox.RelayFaults;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayBuilder;
+import dev.handoff.relay.RelayFaults;
 import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.Arrays;

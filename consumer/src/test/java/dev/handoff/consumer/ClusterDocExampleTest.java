@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.migrations.HandoffMigrations;
-import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.RedisCluster;
 import dev.handoff.testing.TestEnvironment;

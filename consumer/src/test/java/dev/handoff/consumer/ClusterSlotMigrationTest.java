@@ -96,7 +96,7 @@ class ClusterSlotMigrationTest {
       assertThat(payments.republished).as("streams reported lost").isEmpty();
       // Every failed cycle was Redis's, logged as a cycle failure to retry, never as a data problem.
       assertThat(payments.relayFailures).allSatisfy(e -> assertThat(e).isInstanceOf(JedisException.class));
-      List<String> relayLines = logs.warnings().stream().filter(l -> l.contains("dev.handoff.outbox.Relay")).toList();
+      List<String> relayLines = logs.warnings().stream().filter(l -> l.contains("dev.handoff.relay.Relay")).toList();
       assertThat(relayLines).isNotEmpty().allSatisfy(l -> assertThat(l).containsAnyOf("cycle failed, retrying",
           "the loss check of 1 shard(s) failed, checked again"));
     }

@@ -3,6 +3,8 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.handoff.consumer.admin.DeadLetterAdmin;
+import dev.handoff.consumer.admin.DeadLetterSelection;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.StreamMessage;
 import dev.handoff.testing.HandoffTest;

@@ -3,12 +3,13 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.AppendedMessage;
 import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.Transport;
+import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;

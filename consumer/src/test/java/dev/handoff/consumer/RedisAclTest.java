@@ -3,14 +3,15 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
+import dev.handoff.consumer.admin.TopicInspector;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.RedisAcl;
 import dev.handoff.outbox.RedisConnectionSpec;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.Transport;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayBuilder;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;

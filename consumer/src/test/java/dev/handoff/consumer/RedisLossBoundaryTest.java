@@ -5,10 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.AppendedMessage;
 import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayListener;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;
@@ -125,7 +125,7 @@ class RedisLossBoundaryTest {
     assertThat(f.doubleEffects("billing")).isZero();
   }
 
-  private dev.handoff.outbox.RelayBuilder relay(RedisClient redis, String topic) {
+  private dev.handoff.relay.RelayBuilder relay(RedisClient redis, String topic) {
     return Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic)).leaseTtl(Duration.ofSeconds(5));
   }

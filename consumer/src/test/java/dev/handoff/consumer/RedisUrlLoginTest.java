@@ -3,10 +3,10 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.Transport;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayBuilder;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;

@@ -4,13 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.handoff.consumer.DeadLetter.State;
+import dev.handoff.consumer.admin.DeadLetterAdmin;
+import dev.handoff.consumer.admin.DeadLetterSelection;
+import dev.handoff.consumer.admin.RetryRequestResult;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.migrations.HandoffGrants.Role;
 import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.StreamMessage;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.Transport;
+import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.nio.charset.StandardCharsets;

@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.AppendedMessage;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RepairReport;
-import dev.handoff.outbox.StreamRepair;
 import dev.handoff.outbox.Transport;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RepairReport;
+import dev.handoff.relay.StreamRepair;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.nio.charset.StandardCharsets;

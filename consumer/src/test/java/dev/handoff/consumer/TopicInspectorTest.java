@@ -3,14 +3,16 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.handoff.consumer.admin.TopicInspector;
+import dev.handoff.consumer.admin.TopicStatus;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.RedisConnectionSpec;
 import dev.handoff.outbox.RedisUrl;
-import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.Transport;
+import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.sql.Connection;

@@ -4,7 +4,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
-import dev.handoff.outbox.Relay;
+import dev.handoff.relay.Relay;
 import java.net.URI;
 import java.sql.Connection;
 import java.time.Duration;

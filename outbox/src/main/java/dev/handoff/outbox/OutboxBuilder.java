@@ -2,6 +2,7 @@ package dev.handoff.outbox;
 
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.internal.micrometer.MeteredOutbox;
+import dev.handoff.relay.RelayBuilder;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
 import java.time.Duration;

@@ -3,6 +3,9 @@ package dev.handoff.outbox;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayBuilder;
+import dev.handoff.relay.RelayConfig;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.nio.charset.StandardCharsets;

@@ -2,6 +2,8 @@ package dev.handoff.outbox;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayConfig;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;

@@ -2,10 +2,10 @@ package dev.handoff.ledger;
 
 import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayFaults;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.testkit.SimulatedCrash;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayFaults;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;

@@ -1,6 +1,6 @@
 package dev.handoff.ledger;
 
-import dev.handoff.outbox.Relay;
+import dev.handoff.relay.Relay;
 import java.time.Duration;
 
 /**

@@ -3,8 +3,8 @@ package dev.handoff.ledger;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.consumer.testkit.ConsumerTestKit;
-import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.StreamFormat;
+import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;

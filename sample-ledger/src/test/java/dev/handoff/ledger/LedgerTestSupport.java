@@ -2,7 +2,7 @@ package dev.handoff.ledger;
 
 import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.ledger.cli.LedgerCli;
-import dev.handoff.outbox.Relay;
+import dev.handoff.relay.Relay;
 import dev.handoff.testing.TestEnvironment;
 import java.io.PrintWriter;
 import java.io.StringWriter;

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayBuilder;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayBuilder;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.LogCapture;
 import dev.handoff.testing.PgBouncerServer;

@@ -5,9 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
-import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.Transport;
 import dev.handoff.outbox.testkit.SimulatedCrash;
+import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;

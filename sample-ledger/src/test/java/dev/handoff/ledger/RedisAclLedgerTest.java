@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.ledger.cli.LedgerCli;
 import dev.handoff.outbox.RedisAcl;
-import dev.handoff.outbox.Relay;
+import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;

@@ -6,8 +6,8 @@ import static org.awaitility.Awaitility.await;
 
 import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
-import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.testkit.SimulatedCrash;
+import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;

@@ -106,7 +106,7 @@ abstract class ConsumerOperations {
 
   /**
    * Runs the group's oldest open replay request on this consumer's topic, if any other consumer does not run it
-   * already ({@link dev.handoff.consumer.DeadLetterAdmin#requestReplay}).
+   * already ({@link dev.handoff.consumer.admin.DeadLetterAdmin#requestReplay}).
    *
    * @return its outcome, or empty when none was open
    * @throws ConsumerException if the database failed; the request stays open

@@ -1,7 +1,7 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.consumer.TopicInspector.FailoverReport;
-import dev.handoff.consumer.TopicInspector.FailoverReport.StreamFindings;
+import dev.handoff.consumer.admin.TopicInspector.FailoverReport;
+import dev.handoff.consumer.admin.TopicInspector.FailoverReport.StreamFindings;
 import dev.handoff.outbox.StreamFormat;
 import java.sql.Connection;
 import java.sql.SQLException;

@@ -1,8 +1,8 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.consumer.DeadLetterAdmin.ReplayRequest;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
+import dev.handoff.consumer.admin.DeadLetterAdmin.ReplayRequest;
 import dev.handoff.outbox.internal.Statements;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

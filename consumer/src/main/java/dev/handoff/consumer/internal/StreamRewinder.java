@@ -1,9 +1,9 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerException;
-import dev.handoff.consumer.RewindPlan;
-import dev.handoff.consumer.RewindRefusedException;
-import dev.handoff.consumer.RewindTarget;
+import dev.handoff.consumer.admin.RewindPlan;
+import dev.handoff.consumer.admin.RewindRefusedException;
+import dev.handoff.consumer.admin.RewindTarget;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.internal.LuaScript;
 import java.nio.charset.StandardCharsets;

@@ -1,6 +1,6 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.consumer.TrimReport;
+import dev.handoff.consumer.admin.TrimReport;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.internal.AclErrors;
 import dev.handoff.outbox.internal.StreamId;

@@ -2,9 +2,9 @@ package dev.handoff.consumer.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.handoff.consumer.RewindPlan;
-import dev.handoff.consumer.RewindTarget;
-import dev.handoff.consumer.StreamAdmin;
+import dev.handoff.consumer.admin.RewindPlan;
+import dev.handoff.consumer.admin.RewindTarget;
+import dev.handoff.consumer.admin.StreamAdmin;
 import dev.handoff.outbox.ListFormat;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.StreamMessage;

@@ -1,8 +1,8 @@
 package dev.handoff.outbox.internal;
 
-import dev.handoff.outbox.RelayConfig;
-import dev.handoff.outbox.RelayFaults;
 import dev.handoff.outbox.ShardId;
+import dev.handoff.relay.RelayConfig;
+import dev.handoff.relay.RelayFaults;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;

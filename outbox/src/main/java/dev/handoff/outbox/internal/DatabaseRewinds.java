@@ -1,9 +1,9 @@
 package dev.handoff.outbox.internal;
 
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayConfig;
-import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayConfig;
+import dev.handoff.relay.RelayListener;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;

@@ -1,15 +1,15 @@
 package dev.handoff.outbox.internal;
 
 import dev.handoff.outbox.Health;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayConfig;
-import dev.handoff.outbox.RelayCycle;
-import dev.handoff.outbox.RelayException;
-import dev.handoff.outbox.RelayFaults;
-import dev.handoff.outbox.RetentionReport;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.Transport;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayConfig;
+import dev.handoff.relay.RelayCycle;
+import dev.handoff.relay.RelayException;
+import dev.handoff.relay.RelayFaults;
+import dev.handoff.relay.RetentionReport;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;

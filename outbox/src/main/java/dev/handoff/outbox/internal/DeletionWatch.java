@@ -1,9 +1,9 @@
 package dev.handoff.outbox.internal;
 
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayConfig;
-import dev.handoff.outbox.RelayListener;
-import dev.handoff.outbox.RepairReport.ShardRepair;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayConfig;
+import dev.handoff.relay.RelayListener;
+import dev.handoff.relay.RepairReport.ShardRepair;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.function.Consumer;

@@ -1,7 +1,7 @@
 package dev.handoff.outbox.internal;
 
-import dev.handoff.outbox.RepairReport.ShardRepair;
 import dev.handoff.outbox.ShardId;
+import dev.handoff.relay.RepairReport.ShardRepair;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;

@@ -1,11 +1,11 @@
 package dev.handoff.outbox.internal;
 
 
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayConfig;
-import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayConfig;
+import dev.handoff.relay.RelayListener;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;

@@ -1,7 +1,7 @@
 package dev.handoff.outbox.internal;
 
-import dev.handoff.outbox.RelayFaults;
-import dev.handoff.outbox.RelayListener;
+import dev.handoff.relay.RelayFaults;
+import dev.handoff.relay.RelayListener;
 import java.time.Clock;
 import java.util.Objects;
 

@@ -1,9 +1,9 @@
 package dev.handoff.outbox.internal;
 
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayConfig;
-import dev.handoff.outbox.RelayFaults;
-import dev.handoff.outbox.RelayListener;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayConfig;
+import dev.handoff.relay.RelayFaults;
+import dev.handoff.relay.RelayListener;
 import java.sql.SQLException;
 import java.time.Duration;
 import org.slf4j.Logger;

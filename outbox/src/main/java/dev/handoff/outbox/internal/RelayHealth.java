@@ -1,8 +1,8 @@
 package dev.handoff.outbox.internal;
 
 import dev.handoff.outbox.Health;
-import dev.handoff.outbox.RelayConfig;
 import dev.handoff.outbox.ShardId;
+import dev.handoff.relay.RelayConfig;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -1,11 +1,11 @@
 package dev.handoff.outbox.internal;
 
-import dev.handoff.outbox.RelayConfig;
-import dev.handoff.outbox.RelayListener;
-import dev.handoff.outbox.RepairReport;
-import dev.handoff.outbox.RetentionReport;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.Transport;
+import dev.handoff.relay.RelayConfig;
+import dev.handoff.relay.RelayListener;
+import dev.handoff.relay.RepairReport;
+import dev.handoff.relay.RetentionReport;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;

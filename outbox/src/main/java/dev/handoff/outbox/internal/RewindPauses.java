@@ -1,8 +1,8 @@
 package dev.handoff.outbox.internal;
 
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayConfig;
 import dev.handoff.outbox.ShardId;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayConfig;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.Collection;

@@ -1,12 +1,12 @@
 package dev.handoff.outbox.internal;
 
-import dev.handoff.outbox.RelayConfig;
-import dev.handoff.outbox.RelayCycle;
-import dev.handoff.outbox.RelayFaults;
-import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.internal.RedisTransport.EntryStatus;
 import dev.handoff.outbox.internal.RedisTransport.PublishResult;
+import dev.handoff.relay.RelayConfig;
+import dev.handoff.relay.RelayCycle;
+import dev.handoff.relay.RelayFaults;
+import dev.handoff.relay.RelayListener;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;

@@ -1,6 +1,6 @@
 package dev.handoff.outbox.internal;
 
-import dev.handoff.outbox.Relay;
+import dev.handoff.relay.Relay;
 import java.sql.Connection;
 import java.sql.SQLException;
 import org.slf4j.Logger;

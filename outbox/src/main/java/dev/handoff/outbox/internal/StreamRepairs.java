@@ -1,9 +1,9 @@
 package dev.handoff.outbox.internal;
 
 import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.RepairException;
-import dev.handoff.outbox.RepairReport;
 import dev.handoff.outbox.StreamFormat;
+import dev.handoff.relay.RepairException;
+import dev.handoff.relay.RepairReport;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;

@@ -1,8 +1,8 @@
 package dev.handoff.outbox.testkit;
 
-import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.internal.DefaultRelay;
 import dev.handoff.outbox.internal.MetricsRefresher;
+import dev.handoff.relay.Relay;
 
 /** Test helpers for code that runs a {@link Relay}. Not for production use. */
 public final class RelayTestKit {

@@ -2,10 +2,10 @@ package dev.handoff.outbox.relay;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayFaults;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayFaults;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.LogCapture;
 import dev.handoff.testing.TestEnvironment;

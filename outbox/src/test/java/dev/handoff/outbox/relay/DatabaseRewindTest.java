@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.handoff.outbox.Health;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayListener;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.LogCapture;
 import dev.handoff.testing.TestEnvironment;

@@ -3,13 +3,13 @@ package dev.handoff.outbox.relay;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayBuilder;
-import dev.handoff.outbox.RelayFaults;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.testkit.SimulatedCrash;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayBuilder;
+import dev.handoff.relay.RelayFaults;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.LogCapture;
 import dev.handoff.testing.TestEnvironment;

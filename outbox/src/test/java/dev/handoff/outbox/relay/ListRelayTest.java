@@ -3,9 +3,9 @@ package dev.handoff.outbox.relay;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayBuilder;
-import dev.handoff.outbox.RelayCycle;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayBuilder;
+import dev.handoff.relay.RelayCycle;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.sql.SQLException;

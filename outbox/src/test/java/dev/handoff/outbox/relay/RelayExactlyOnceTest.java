@@ -5,13 +5,13 @@ import static org.awaitility.Awaitility.await;
 
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayBuilder;
-import dev.handoff.outbox.RelayFaults;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.testkit.SimulatedCrash;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayBuilder;
+import dev.handoff.relay.RelayFaults;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.sql.Connection;

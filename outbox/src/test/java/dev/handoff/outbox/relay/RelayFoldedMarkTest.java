@@ -4,13 +4,13 @@ import static dev.handoff.outbox.relay.RelayTestSupport.appendKeyed;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayCycle;
-import dev.handoff.outbox.RelayFaults;
-import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.testkit.SimulatedCrash;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayCycle;
+import dev.handoff.relay.RelayFaults;
+import dev.handoff.relay.RelayListener;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;

@@ -6,12 +6,12 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayBuilder;
-import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayBuilder;
+import dev.handoff.relay.RelayListener;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;

@@ -5,12 +5,12 @@ import static org.awaitility.Awaitility.await;
 
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayFaults;
-import dev.handoff.outbox.RelayListener;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayFaults;
+import dev.handoff.relay.RelayListener;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.sql.Connection;
@@ -142,7 +142,7 @@ class RelaySharingAndAnomalyTest {
     return n;
   }
 
-  private dev.handoff.outbox.RelayBuilder relay() {
+  private dev.handoff.relay.RelayBuilder relay() {
     return Relay.builder(env.dataSource(), env.redis())
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())

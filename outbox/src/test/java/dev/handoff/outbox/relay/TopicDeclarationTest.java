@@ -3,12 +3,12 @@ package dev.handoff.outbox.relay;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.handoff.migrations.HandoffGrants;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
-import dev.handoff.outbox.Relay;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.TopicMismatchException;
-import dev.handoff.migrations.HandoffGrants;
+import dev.handoff.relay.Relay;
 import dev.handoff.testing.DatabaseRole;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.LogCapture;

@@ -2,10 +2,10 @@ package dev.handoff.outbox.relay;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RetentionReport;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.internal.StreamId;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RetentionReport;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Clock;

@@ -9,7 +9,7 @@ import dev.handoff.ledger.Payment;
 import dev.handoff.ledger.PaymentService;
 import dev.handoff.ledger.Sql;
 import dev.handoff.ledger.TimedLog;
-import dev.handoff.outbox.Relay;
+import dev.handoff.relay.Relay;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;

@@ -6,7 +6,7 @@ import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.LedgerServers;
 import dev.handoff.ledger.PaymentService;
 import dev.handoff.ledger.TimedLog;
-import dev.handoff.outbox.Relay;
+import dev.handoff.relay.Relay;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;

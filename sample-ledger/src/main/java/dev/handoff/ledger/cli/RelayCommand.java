@@ -1,12 +1,12 @@
 package dev.handoff.ledger.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.cli.Signals;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.PaymentEvents;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.Transport;
-import dev.handoff.cli.Signals;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayBuilder;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;

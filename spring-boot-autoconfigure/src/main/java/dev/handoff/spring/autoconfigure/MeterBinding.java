@@ -2,7 +2,7 @@ package dev.handoff.spring.autoconfigure;
 
 import dev.handoff.consumer.StreamConsumerBuilder;
 import dev.handoff.outbox.OutboxBuilder;
-import dev.handoff.outbox.RelayBuilder;
+import dev.handoff.relay.RelayBuilder;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.Optional;
 import org.springframework.beans.factory.BeanFactory;

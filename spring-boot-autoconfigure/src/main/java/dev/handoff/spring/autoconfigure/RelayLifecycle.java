@@ -2,9 +2,9 @@ package dev.handoff.spring.autoconfigure;
 
 import dev.handoff.outbox.Health;
 import dev.handoff.outbox.RedisConnectionSpec;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayBuilder;
 import dev.handoff.spring.HandoffProperties;
 import java.time.Duration;
 import java.util.List;

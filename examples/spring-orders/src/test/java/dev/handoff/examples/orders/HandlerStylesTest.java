@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.handoff.consumer.DeadLetter;
-import dev.handoff.consumer.DeadLetterAdmin;
-import dev.handoff.consumer.DeadLetterSelection;
 import dev.handoff.consumer.HandoffConsumer;
+import dev.handoff.consumer.admin.DeadLetterAdmin;
+import dev.handoff.consumer.admin.DeadLetterSelection;
 import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.Message;
 import dev.handoff.spring.HandoffConsumers;

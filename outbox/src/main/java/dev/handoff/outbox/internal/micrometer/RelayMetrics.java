@@ -1,11 +1,6 @@
 package dev.handoff.outbox.internal.micrometer;
 
 import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.Relay;
-import dev.handoff.outbox.RelayConfig;
-import dev.handoff.outbox.RelayListener;
-import dev.handoff.outbox.RepairReport;
-import dev.handoff.outbox.RetentionReport;
 import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
@@ -14,6 +9,11 @@ import dev.handoff.outbox.internal.DefaultRelay;
 import dev.handoff.outbox.internal.MetricsRefresher;
 import dev.handoff.outbox.internal.RelayCollaborators;
 import dev.handoff.outbox.internal.Statements;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayConfig;
+import dev.handoff.relay.RelayListener;
+import dev.handoff.relay.RepairReport;
+import dev.handoff.relay.RetentionReport;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;

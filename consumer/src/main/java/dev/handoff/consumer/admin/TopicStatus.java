@@ -1,5 +1,7 @@
-package dev.handoff.consumer;
+package dev.handoff.consumer.admin;
 
+import dev.handoff.consumer.ConsumerStatus;
+import dev.handoff.consumer.ListStatus;
 import dev.handoff.outbox.Transport;
 import java.time.Duration;
 import java.time.Instant;

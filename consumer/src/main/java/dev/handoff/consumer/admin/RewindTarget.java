@@ -1,4 +1,4 @@
-package dev.handoff.consumer;
+package dev.handoff.consumer.admin;
 
 import java.time.Instant;
 import java.time.format.DateTimeParseException;

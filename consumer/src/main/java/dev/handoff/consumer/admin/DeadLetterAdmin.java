@@ -1,5 +1,9 @@
-package dev.handoff.consumer;
+package dev.handoff.consumer.admin;
 
+import dev.handoff.consumer.ConsumerBuilder;
+import dev.handoff.consumer.ConsumerException;
+import dev.handoff.consumer.DeadLetter;
+import dev.handoff.consumer.HandoffConsumer;
 import dev.handoff.consumer.internal.DefaultDeadLetterAdmin;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.migrations.SchemaNames;

@@ -1,4 +1,7 @@
-package dev.handoff.consumer;
+package dev.handoff.consumer.admin;
+
+import dev.handoff.consumer.ConsumerException;
+import dev.handoff.consumer.HandoffConsumer;
 
 /**
  * {@link StreamAdmin#rewind} refused: nothing was changed on any shard. Either a shard's stream no longer holds

@@ -1,4 +1,6 @@
-package dev.handoff.outbox;
+package dev.handoff.relay;
+
+import dev.handoff.outbox.ShardId;
 
 /**
  * Callbacks from a {@link Relay}, for metrics and alerts. Every method has a no-op default, so an implementation

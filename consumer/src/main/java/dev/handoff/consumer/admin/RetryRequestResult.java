@@ -1,4 +1,4 @@
-package dev.handoff.consumer;
+package dev.handoff.consumer.admin;
 
 /**
  * What {@link DeadLetterAdmin#requestRetry} did.

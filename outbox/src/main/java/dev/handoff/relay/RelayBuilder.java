@@ -1,6 +1,10 @@
-package dev.handoff.outbox;
+package dev.handoff.relay;
 
 import dev.handoff.migrations.HandoffMigrations;
+import dev.handoff.outbox.CapacityPolicy;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.Transport;
 import dev.handoff.outbox.internal.DefaultRelay;
 import dev.handoff.outbox.internal.RelayCollaborators;
 import dev.handoff.outbox.internal.micrometer.RelayMetrics;

@@ -1,5 +1,7 @@
-package dev.handoff.consumer;
+package dev.handoff.consumer.admin;
 
+import dev.handoff.consumer.StreamConsumer;
+import dev.handoff.consumer.StreamConsumerBuilder;
 import dev.handoff.consumer.internal.DefaultTopicInspector;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.migrations.SchemaNames;

@@ -1,4 +1,6 @@
-package dev.handoff.outbox;
+package dev.handoff.relay;
+
+import dev.handoff.outbox.HandoffException;
 
 /**
  * A {@link StreamRepair} could not run: the database failed (nothing of the failed shard was reset; shards repaired

@@ -1,6 +1,10 @@
-package dev.handoff.outbox;
+package dev.handoff.relay;
 
 import dev.handoff.migrations.SchemaNames;
+import dev.handoff.outbox.ShardId;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.TopicConfig;
+import dev.handoff.outbox.Transport;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -83,7 +87,7 @@ public record RelayConfig(
       if (maxBatchBytes < 1024) {
         throw new IllegalArgumentException("maxBatchBytes must be at least 1024, was " + maxBatchBytes);
       }
-      OutboxConfig.requirePositive("idlePollInterval", idlePollInterval);
+      requirePositive("idlePollInterval", idlePollInterval);
       if (listCapacity < 1) {
         throw new IllegalArgumentException("listCapacity must be positive, was " + listCapacity);
       }
@@ -99,11 +103,11 @@ public record RelayConfig(
   public record Leases(Duration ttl, Duration drainTimeout) {
 
     public Leases {
-      OutboxConfig.requirePositive("leaseTtl", ttl);
+      requirePositive("leaseTtl", ttl);
       if (ttl.toMillis() < 300) {
         throw new IllegalArgumentException("leaseTtl must be at least 300 ms, was " + ttl);
       }
-      OutboxConfig.requirePositive("drainTimeout", drainTimeout);
+      requirePositive("drainTimeout", drainTimeout);
     }
   }
 
@@ -120,12 +124,12 @@ public record RelayConfig(
   public record Retention(Duration outboxRetention, int batchSize, Duration maintenanceInterval, Duration budget) {
 
     public Retention {
-      OutboxConfig.requirePositive("outboxRetention", outboxRetention);
+      requirePositive("outboxRetention", outboxRetention);
       if (batchSize < 1) {
         throw new IllegalArgumentException("retentionBatchSize must be positive, was " + batchSize);
       }
-      OutboxConfig.requirePositive("maintenanceInterval", maintenanceInterval);
-      OutboxConfig.requirePositive("retentionBudget", budget);
+      requirePositive("maintenanceInterval", maintenanceInterval);
+      requirePositive("retentionBudget", budget);
     }
   }
 
@@ -172,6 +176,13 @@ public record RelayConfig(
       if (backlogAgeThreshold.isNegative()) {
         throw new IllegalArgumentException("backlogAgeThreshold must not be negative, was " + backlogAgeThreshold);
       }
+    }
+  }
+
+  private static void requirePositive(String name, Duration value) {
+    Objects.requireNonNull(value, name);
+    if (value.isNegative() || value.isZero()) {
+      throw new IllegalArgumentException(name + " must be positive, was " + value);
     }
   }
 }

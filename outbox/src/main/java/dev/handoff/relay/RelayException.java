@@ -1,5 +1,6 @@
-package dev.handoff.outbox;
+package dev.handoff.relay;
 
+import dev.handoff.outbox.HandoffException;
 import java.sql.SQLException;
 
 /** A relay operation failed on the database; a running relay retries by itself, {@code relayOnce()} throws this. */

@@ -1,5 +1,9 @@
-package dev.handoff.outbox;
+package dev.handoff.relay;
 
+import dev.handoff.outbox.Health;
+import dev.handoff.outbox.ListFormat;
+import dev.handoff.outbox.ShardId;
+import dev.handoff.outbox.Transport;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.Set;

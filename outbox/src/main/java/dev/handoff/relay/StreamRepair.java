@@ -1,6 +1,9 @@
-package dev.handoff.outbox;
+package dev.handoff.relay;
 
 import dev.handoff.migrations.SchemaNames;
+import dev.handoff.outbox.RedisAcl;
+import dev.handoff.outbox.StreamFormat;
+import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.internal.StreamRepairs;
 import java.sql.SQLException;
 import java.time.Duration;

@@ -1,4 +1,4 @@
-package dev.handoff.outbox;
+package dev.handoff.relay;
 
 /**
  * What one pass of a relay did.

@@ -1,5 +1,6 @@
-package dev.handoff.consumer;
+package dev.handoff.consumer.admin;
 
+import dev.handoff.consumer.HandoffConsumer;
 import dev.handoff.consumer.internal.RedisConnections;
 import dev.handoff.consumer.internal.StreamRewinder;
 import dev.handoff.consumer.internal.StreamTrimmer;
@@ -7,9 +8,9 @@ import dev.handoff.consumer.internal.TopicShards;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.migrations.SchemaNames;
 import dev.handoff.outbox.RedisConnectionSpec;
-import dev.handoff.outbox.RelayBuilder;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
+import dev.handoff.relay.RelayBuilder;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Consumer;

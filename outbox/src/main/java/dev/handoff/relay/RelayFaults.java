@@ -1,5 +1,6 @@
-package dev.handoff.outbox;
+package dev.handoff.relay;
 
+import dev.handoff.outbox.ShardId;
 import java.time.Duration;
 
 /**
