@@ -21,10 +21,12 @@ import java.time.Duration;
 import java.util.Collection;
 import java.util.LinkedHashSet;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
 import java.util.function.BiConsumer;
 import java.util.function.BiFunction;
 import javax.sql.DataSource;
+import org.slf4j.LoggerFactory;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
@@ -161,8 +163,11 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   }
 
   /**
-   * The topic to consume, with the shard count declared for it in the database (by the outbox, relay or consumer that
-   * stated one first), read by {@link #build()}; one shard if none is declared yet.
+   * The topic to consume, with the shard count on record for it in the database (recorded by the relay or consumer
+   * that stated one first), read by {@link #build()}: build the consumer once the topic's relay has started. With no
+   * count on record yet, it takes one shard and says so in a WARN line; if a relay then records another count,
+   * {@code start()} refuses it with a {@link dev.handoff.outbox.TopicMismatchException}. Stating the count with
+   * {@link #topic(TopicConfig)} avoids the question.
    */
   public B topic(String topic) {
     this.topic = TopicConfig.of(topic);
@@ -406,8 +411,15 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   private int declaredShards(String name) {
     SchemaNames.requireValid(schema);
     try (Connection c = dataSource.getConnection()) {
-      return new TopicRegistry(schema).read(c, name).map(TopicRegistry.Declared::shards)
-          .orElse(TopicConfig.of(name).shards());
+      Optional<TopicRegistry.Declared> declared = new TopicRegistry(schema).read(c, name);
+      if (declared.isEmpty()) {
+        LoggerFactory.getLogger(HandoffConsumer.class).warn("consumer group '{}': topic '{}' has no shard count on"
+            + " record in schema '{}' yet, so this consumer takes 1 shard; if its relay records another count, start()"
+            + " refuses it: build consumers after the relay has started, or state the count with"
+            + " topic(TopicConfig.of(\"{}\").withShards(n))", group, name, schema, name);
+        return TopicConfig.of(name).shards();
+      }
+      return declared.get().shards();
     } catch (SQLException e) {
       throw new ConsumerException("could not read the shard count of topic '" + name + "' from the database; state"
           + " it with topic(TopicConfig.of(\"" + name + "\").withShards(n)) to build without the database", e);

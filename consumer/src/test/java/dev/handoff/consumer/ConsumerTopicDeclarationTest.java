@@ -6,7 +6,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.TopicMismatchException;
 import dev.handoff.outbox.Transport;
+import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.LogCapture;
 import dev.handoff.testing.TestEnvironment;
 import java.util.Locale;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -48,6 +50,32 @@ class ConsumerTopicDeclarationTest {
       assertThatThrownBy(stated::pollOnce).isInstanceOf(TopicMismatchException.class).hasMessage(line);
     }
     assertThat(env.queryLong("SELECT shards FROM topic WHERE name = ?", topic)).isEqualTo(4);
+  }
+
+  @ParameterizedTest
+  @EnumSource(Transport.class)
+  void aConsumerBuiltBeforeItsRelayRecordedTheCountSaysItTookOneShardAndOneBuiltAfterReadsTheCount(
+      Transport transport) throws Exception {
+    String topic = "unrecorded-" + transport.name().toLowerCase(Locale.ROOT);
+    Fixture f = new Fixture(env, topic);
+    Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of(topic).withShards(3)).build();
+    try (LogCapture logs = LogCapture.start();
+        HandoffConsumer early = builder(transport, f, "early").build();
+        relay) {
+      assertThat(early.config().topic().shards()).isEqualTo(1);
+      String said = "consumer group 'early': topic '" + topic + "' has no shard count on record in schema '"
+          + env.schema() + "' yet, so this consumer takes 1 shard; if its relay records another count, start()"
+          + " refuses it: build consumers after the relay has started, or state the count with"
+          + " topic(TopicConfig.of(\"" + topic + "\").withShards(n))";
+      assertThat(logs.warnings()).filteredOn(l -> l.startsWith("WARN ") && l.endsWith(said)).hasSize(1);
+      relay.start();
+      assertThatThrownBy(early::start).isInstanceOf(TopicMismatchException.class)
+          .hasMessageContaining("topic '" + topic + "' has 3 shard(s)").hasMessageContaining("states 1");
+      try (HandoffConsumer late = builder(transport, f, "late").build()) {
+        assertThat(late.config().topic().shards()).isEqualTo(3);
+      }
+    }
   }
 
   private ConsumerBuilder<?> builder(Transport transport, Fixture f, String group) {

@@ -3,6 +3,7 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.handoff.outbox.TopicConfig;
 import dev.handoff.relay.RelayBuilder;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
@@ -24,12 +25,12 @@ class DocumentedDefaultsTest {
   }
 
   private StreamConsumerBuilder stream() {
-    return StreamConsumer.builder(env.dataSource(), env.redisUri()).topic("defaults").group("g")
+    return StreamConsumer.builder(env.dataSource(), env.redisUri()).topic(TopicConfig.of("defaults")).group("g")
         .handler((tx, m) -> {});
   }
 
   private ListConsumerBuilder list() {
-    return ListConsumer.builder(env.dataSource(), env.redisUri()).topic("defaults").group("g")
+    return ListConsumer.builder(env.dataSource(), env.redisUri()).topic(TopicConfig.of("defaults")).group("g")
         .handler((tx, m) -> {});
   }
 

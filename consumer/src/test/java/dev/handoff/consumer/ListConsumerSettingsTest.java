@@ -3,6 +3,7 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.handoff.outbox.TopicConfig;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;
@@ -87,6 +88,6 @@ class ListConsumerSettingsTest {
 
   private ListConsumerBuilder valid() {
     return ListConsumer.builder(env.dataSource(), env.redisUri()).schema(env.schema()).keyPrefix(env.keyPrefix())
-        .topic("settings").group("g").handler((tx, m) -> { });
+        .topic(TopicConfig.of("settings")).group("g").handler((tx, m) -> { });
   }
 }

@@ -43,10 +43,11 @@ class ListsDocExampleTest {
         .topic("payments")
         .listTransport(10_000)              // capacity per shard; .transport(Transport.LIST) keeps the default
         .build();
+    relay.start();                          // records the topic's shard count (one here) in the database
 
     ListConsumer consumer = ListConsumer.builder(dataSource, HostAndPort.from(redisAddress)) // "redis:6379"
         .schema(env.schema()).keyPrefix(env.keyPrefix())
-        .topic("payments")
+        .topic("payments")                  // reads the count the relay recorded
         .group("ledger")
         .handler((tx, message) -> ledger.charge(tx, message))   // the same MessageHandler as StreamConsumer
         .build();
@@ -54,7 +55,7 @@ class ListsDocExampleTest {
     try (relay; consumer) {
       assertThat(relay.config().transport()).isEqualTo(Transport.LIST);
       assertThat(relay.config().publishing().listCapacity()).isEqualTo(10_000);
-      relay.start();
+      assertThat(consumer.config().topic().shards()).isEqualTo(1);
       consumer.start();
       ConsumerTestKit.awaitProcessed(consumer, ids, Duration.ofSeconds(30));
       ConsumerTestKit.awaitDrained(consumer, Duration.ofSeconds(30));
