@@ -4,29 +4,24 @@ import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.consumer.internal.Collaborators;
 import dev.handoff.consumer.internal.ConsumerNames;
 import dev.handoff.consumer.internal.JooqHandlers;
+import dev.handoff.consumer.internal.RecordedShards;
 import dev.handoff.consumer.internal.SettleOptions;
 import dev.handoff.consumer.internal.micrometer.ConsumerMetrics;
 import dev.handoff.migrations.HandoffMigrations;
-import dev.handoff.migrations.SchemaNames;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.internal.MetricsRefresher;
 import dev.handoff.outbox.internal.Statements;
-import dev.handoff.outbox.internal.TopicRegistry;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.sql.Connection;
-import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.LinkedHashSet;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.Set;
 import java.util.function.BiConsumer;
 import java.util.function.BiFunction;
 import javax.sql.DataSource;
-import org.slf4j.LoggerFactory;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
@@ -369,7 +364,7 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
       throw new IllegalArgumentException("a batchHandler needs failureIsolation OPTIMISTIC_BATCH, was " + isolation);
     }
     if (topicCountFromDatabase) {
-      topic = topic.withShards(declaredShards(topic.name()));
+      topic = topic.withShards(RecordedShards.read(dataSource, schema, topic.name(), group));
       config = config();
     }
     if (transactions != null && isolation == FailureIsolation.SAVEPOINT_PER_MESSAGE) {
@@ -406,24 +401,6 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   /** How batches are settled: whose transactions, and whether ghosts are refused. */
   final SettleOptions settling() {
     return new SettleOptions(transactions, refuseGhosts);
-  }
-
-  private int declaredShards(String name) {
-    SchemaNames.requireValid(schema);
-    try (Connection c = dataSource.getConnection()) {
-      Optional<TopicRegistry.Declared> declared = new TopicRegistry(schema).read(c, name);
-      if (declared.isEmpty()) {
-        LoggerFactory.getLogger(HandoffConsumer.class).warn("consumer group '{}': topic '{}' has no shard count on"
-            + " record in schema '{}' yet, so this consumer takes 1 shard; if its relay records another count, start()"
-            + " refuses it: build consumers after the relay has started, or state the count with"
-            + " topic(TopicConfig.of(\"{}\").withShards(n))", group, name, schema, name);
-        return TopicConfig.of(name).shards();
-      }
-      return declared.get().shards();
-    } catch (SQLException e) {
-      throw new ConsumerException("could not read the shard count of topic '" + name + "' from the database; state"
-          + " it with topic(TopicConfig.of(\"" + name + "\").withShards(n)) to build without the database", e);
-    }
   }
 
   /** The clock for backoffs, ages and deadlines. Defaults to the system UTC clock. */
