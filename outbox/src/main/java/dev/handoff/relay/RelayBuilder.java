@@ -96,7 +96,11 @@ public final class RelayBuilder {
     return this;
   }
 
-  /** A topic with one shard. */
+  /**
+   * A topic with one shard, stated: {@code start()} records it if the topic has no count on record and refuses to
+   * start if another count is. Unlike a consumer's {@code topic(String)}, which reads the recorded count, a relay
+   * never reads its topics' counts: it is where they are declared.
+   */
   public RelayBuilder topic(String topic) {
     return topic(TopicConfig.of(topic));
   }
