@@ -12,7 +12,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The libraries' production code never names a test type: the test kits' packages hold what tests use, and the code
- * outside them calls no-op hooks whose effect is the test's business (issue 28's seams).
+ * outside them calls no-op hooks whose effect is the test's business (issue 28's seams). And a service that only
+ * appends gets no Flyway: the outbox module names none and keeps it out of its run time.
  */
 class ProductionSourcesTest {
 
@@ -31,6 +32,19 @@ class ProductionSourcesTest {
         .map(p -> ROOT.relativize(p).toString())
         .toList();
     assertThat(offenders).isEmpty();
+  }
+
+  @Test
+  void theProducersModuleNamesNoFlywayAndLeavesItOutOfItsRunTime() throws IOException {
+    try (Stream<Path> files = Files.walk(ROOT.resolve("outbox/src/main/java"))) {
+      List<String> naming = files.filter(p -> p.toString().endsWith(".java"))
+          .filter(p -> read(p).contains("org.flywaydb") || read(p).contains("HandoffMigrations.migrate"))
+          .map(p -> ROOT.relativize(p).toString()).toList();
+      assertThat(naming).isEmpty();
+    }
+    String pom = read(ROOT.resolve("outbox/pom.xml")).replaceAll("\\s+", "");
+    assertThat(pom).contains("<artifactId>handoff-migrations</artifactId><exclusions><exclusion>"
+        + "<groupId>org.flywaydb</groupId><artifactId>*</artifactId></exclusion></exclusions>");
   }
 
   private static Stream<Path> productionSources() throws IOException {
