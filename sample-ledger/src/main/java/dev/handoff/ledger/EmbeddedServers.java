@@ -4,6 +4,7 @@ import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
+import java.time.Duration;
 import redis.embedded.RedisServer;
 
 /**
@@ -42,6 +43,7 @@ public final class EmbeddedServers implements AutoCloseable {
       if (wantPostgres) {
         String onOff = durable ? "on" : "off";
         pg = EmbeddedPostgres.builder()
+            .setPGStartupWait(Duration.ofSeconds(60)) // zonky's 10 s is too short on a busy two-core machine
             .setServerConfig("fsync", onOff)
             .setServerConfig("synchronous_commit", onOff)
             .setServerConfig("full_page_writes", onOff)

@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Comparator;
 import java.util.stream.Stream;
 
@@ -72,6 +73,7 @@ public final class RestartablePostgres implements AutoCloseable {
   private void startServer() {
     try {
       server = EmbeddedPostgres.builder()
+          .setPGStartupWait(Duration.ofSeconds(60)) // as TestServers': zonky's 10 s is too short on busy cores
           .setPort(port)
           .setDataDirectory(dataDirectory)
           .setCleanDataDirectory(false)

@@ -124,6 +124,9 @@ public final class TestServers {
     try {
       EmbeddedPostgres pg =
           EmbeddedPostgres.builder()
+              // zonky gives a server 10 s to take connections; three forks starting theirs at once on two busy
+              // cores took longer (a newcomer run's first test class failed so), so the wait is a minute.
+              .setPGStartupWait(Duration.ofSeconds(60))
               .setPort(FreePorts.take())
               .setServerConfig("max_connections", "300")
               .setServerConfig("fsync", "off")
