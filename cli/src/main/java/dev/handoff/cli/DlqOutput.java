@@ -37,7 +37,8 @@ final class DlqOutput {
     byState.forEach((state, n) -> parts.add(n + " " + state.label()));
     String summary = letters.size() + " dead letter" + (letters.size() == 1 ? "" : "s") + " of " + scope
         + (parts.isEmpty() ? "" : ": " + String.join(", ", parts));
-    return letters.size() == limit ? summary + " (the newest " + limit + "; there may be more: raise --limit)" : summary;
+    return letters.size() == limit
+        ? summary + " (the newest " + limit + "; there may be more: raise --limit)" : summary;
   }
 
   /** {@code requested retry of 1 dead letter of group billing (the running consumers pick it up)}. */

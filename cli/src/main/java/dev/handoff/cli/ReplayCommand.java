@@ -26,9 +26,10 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "replay", mixinStandardHelpOptions = true, sortOptions = false,
     description = "Requests a replay of what was appended to --topic since --since (until --until) through consumer"
-        + " group --group, or through each group of the topic with --all-groups. It runs no handler: the group's running consumers pick the request up within their"
-        + " retry-request interval (5 s by default), run the range through their handler, skip what their inbox"
-        + " already has, and write nothing to Redis. `handoff replay --id N` shows a request and its outcome.")
+        + " group --group, or through each group of the topic with --all-groups. It runs no handler: the group's"
+        + " running consumers pick the request up within their retry-request interval (5 s by default), run the"
+        + " range through their handler, skip what their inbox already has, and write nothing to Redis."
+        + " `handoff replay --id N` shows a request and its outcome.")
 final class ReplayCommand implements Callable<Integer> {
 
   @Mixin

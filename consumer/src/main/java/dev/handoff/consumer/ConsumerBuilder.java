@@ -1,6 +1,5 @@
 package dev.handoff.consumer;
 
-import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.consumer.internal.Collaborators;
 import dev.handoff.consumer.internal.ConsumerNames;
 import dev.handoff.consumer.internal.JooqHandlers;
@@ -110,8 +109,9 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
    * {@code HostAndPort}. handoff always speaks RESP2 and sets the blocking-read socket timeout itself ({@code block}
    * + margin), whatever this says. Defaults to Jedis's defaults (no auth, 2 s timeouts).
    *
-   * @throws IllegalStateException on a builder started with a Redis URL or a {@link dev.handoff.outbox.RedisConnectionSpec}: those
-   *     already say the login, TLS and timeouts, and a second place to say them would silently replace the first
+   * @throws IllegalStateException on a builder started with a Redis URL or a
+   *     {@link dev.handoff.outbox.RedisConnectionSpec}: those already say the login, TLS and timeouts, and a second
+   *     place to say them would silently replace the first
    */
   public B redisConfig(JedisClientConfig config) {
     requireRedisNotGiven("redisConfig");
@@ -273,9 +273,10 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
 
   /**
    * How often a started consumer looks for dead-letter retries an operator requested
-   * ({@link DeadLetterAdmin#requestRetry}, {@code handoff dlq retry}) and runs them through this consumer's
-   * handler, on a thread of its own: each in its own transaction, the inbox marker turning from dead to processed
-   * with the handler's effects, and claimed with a row lock so that of several consumers of the group one runs it.
+   * ({@link dev.handoff.consumer.admin.DeadLetterAdmin#requestRetry}, {@code handoff dlq retry}) and runs them
+   * through this consumer's handler, on a thread of its own: each in its own transaction, the inbox marker turning
+   * from dead to processed with the handler's effects, and claimed with a row lock so that of several consumers of
+   * the group one runs it.
    * One look is one indexed query that finds nothing when no retry is requested. A consumer that is only polled
    * never runs them ({@code ConsumerTestKit.runRequestedRetriesNow} does, for tests). Defaults to 5 s.
    */

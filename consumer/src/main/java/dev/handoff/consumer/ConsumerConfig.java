@@ -1,6 +1,5 @@
 package dev.handoff.consumer;
 
-import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.migrations.SchemaNames;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
@@ -133,7 +132,7 @@ public record ConsumerConfig(
    * @param inboxRetention how long markers are kept and whether they are purged automatically; default
    *     {@link InboxRetention#defaults()} (outbox retention 7 days, dedup window 8 days, a purge every 10 minutes)
    * @param retryRequestInterval how often a started consumer runs the dead-letter retries an operator requested
-   *     ({@link DeadLetterAdmin#requestRetry}); default 5 s
+   *     ({@link dev.handoff.consumer.admin.DeadLetterAdmin#requestRetry}); default 5 s
    */
   public record Upkeep(InboxRetention inboxRetention, Duration retryRequestInterval) {
 

@@ -1,6 +1,5 @@
 package dev.handoff.consumer;
 
-import dev.handoff.consumer.admin.DeadLetterAdmin;
 import java.time.Instant;
 import java.util.Locale;
 import java.util.Objects;
@@ -41,8 +40,8 @@ public record DeadLetter(long id, UUID messageId, String type, Delivery delivery
   /**
    * The dead letter's retry columns.
    *
-   * @param requestedAt when a retry was requested ({@link DeadLetterAdmin#requestRetry}) and not yet run by a
-   *     consumer of the group, or {@code null}
+   * @param requestedAt when a retry was requested ({@link dev.handoff.consumer.admin.DeadLetterAdmin#requestRetry})
+   *     and not yet run by a consumer of the group, or {@code null}
    * @param retriedAt when it was retried, or {@code null}
    * @param failedAt when a requested retry last ran and the handler failed again, or {@code null}
    * @param error why that requested retry failed (the handler's exception), or {@code null}; the dead letter's

@@ -85,14 +85,17 @@ public interface HandoffConsumer extends AutoCloseable {
    */
   Set<UUID> processed(Collection<UUID> messageIds);
 
-  /** Deletes the markers processed before {@code processedBefore}, or refuses; see {@link StreamConsumer#purgeInbox(Instant)}. */
+  /**
+   * Deletes the markers processed before {@code processedBefore}, or refuses; see
+   * {@link StreamConsumer#purgeInbox(Instant)}.
+   */
   long purgeInbox(Instant processedBefore);
 
   /**
    * Purges the markers past the dedup window ({@link InboxRetention#dedupWindow()}), as the automatic purge of a
    * started consumer does every {@link InboxRetention#purgeInterval()}: in batches of 10,000, each marker checked
-   * against the same rule as {@link #purgeInbox(Instant)} (whose transport names what Redis still retains); markers the rule keeps stay, with one WARN that names
-   * the rule and the counts, and the rest go.
+   * against the same rule as {@link #purgeInbox(Instant)} (whose transport names what Redis still retains); markers
+   * the rule keeps stay, with one WARN that names the rule and the counts, and the rest go.
    */
   InboxPurgeResult purgeInbox();
 

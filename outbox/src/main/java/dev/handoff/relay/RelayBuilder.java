@@ -287,9 +287,9 @@ public final class RelayBuilder {
   /**
    * The wall clock the relay reads for what it reports and for its retention cut: the time of a retention report,
    * the time since which a failure lasts in its health, the age below which a stream with no consumer group keeps
-   * its entries (now minus the outbox retention), and the age of entries against the {@link #trimMargin}. It does not pace the relay: cycles, leases and maintenance are
-   * scheduled on {@link System#nanoTime()}, which a test controls with {@code relayOnce()} and
-   * {@code maintainOnce()} instead. Defaults to the system UTC clock.
+   * its entries (now minus the outbox retention), and the age of entries against the {@link #trimMargin}. It does
+   * not pace the relay: cycles, leases and maintenance are scheduled on {@link System#nanoTime()}, which a test
+   * controls with {@code relayOnce()} and {@code maintainOnce()} instead. Defaults to the system UTC clock.
    */
   public RelayBuilder clock(Clock clock) {
     this.clock = clock;

@@ -25,7 +25,8 @@ import org.slf4j.Logger;
  * threads (each running a {@link WorkerLoop}), the one housekeeping thread (lease or heartbeat renewal, the inbox
  * purge; requested dead-letter retries run beside it, see {@link GroupUpkeep}), closing with a drain deadline and
  * abandoning what is still busy after it. The operations that depend on neither the lifecycle nor the transport
- * are {@link ConsumerOperations}'. What a worker reads and acknowledges ({@link DeliveryWorker}), and what a closed consumer gives back to Redis, stay with the subclasses.
+ * are {@link ConsumerOperations}'. What a worker reads and acknowledges ({@link DeliveryWorker}), and what a
+ * closed consumer gives back to Redis, stay with the subclasses.
  *
  * <p>Thread-safe: the state is atomic, the housekeeping executor is guarded by {@code this}, and the abandon flag
  * is volatile. {@link #newWorkerThread} is meant for {@code start()} only, which the state lets run once.

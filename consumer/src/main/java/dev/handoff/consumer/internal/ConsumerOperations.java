@@ -23,8 +23,8 @@ import org.slf4j.Logger;
 /**
  * What a consumer does that depends neither on its lifecycle nor on its transport: dead letters (list, retry,
  * requested retries), replay from the outbox, which messages were processed, the inbox purge; and what the
- * workers share with them (the settings, the collaborators, the batch settler, the outcome reporter). {@link AbstractConsumer} adds
- * the lifecycle.
+ * workers share with them (the settings, the collaborators, the batch settler, the outcome reporter).
+ * {@link AbstractConsumer} adds the lifecycle.
  *
  * <p>Thread-safe: every field is final and thread-safe.
  */

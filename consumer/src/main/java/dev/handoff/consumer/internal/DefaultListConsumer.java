@@ -267,7 +267,8 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
       for (ListWorker w : workers) {
         for (String list : listKeys) {
           try {
-            long returned = redis.reap(list, listSettings.heartbeatTtl().multipliedBy(10), w.processing.get(list)).returned();
+            long returned =
+                redis.reap(list, listSettings.heartbeatTtl().multipliedBy(10), w.processing.get(list)).returned();
             if (returned > 0) {
               log.info("List consumer {}: returned {} unfinished element(s) to the head of {}", w.name, returned,
                   list);

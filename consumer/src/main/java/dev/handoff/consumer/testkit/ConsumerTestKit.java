@@ -230,9 +230,10 @@ public final class ConsumerTestKit {
   }
 
   /**
-   * Runs the group's open dead-letter retry requests ({@link dev.handoff.consumer.admin.DeadLetterAdmin#requestRetry}),
-   * then its open replay requests ({@link dev.handoff.consumer.admin.DeadLetterAdmin#requestReplay}) for this consumer's
-   * topic, now, on the caller's thread, through this consumer's handler, as a started consumer does every
+   * Runs the group's open dead-letter retry requests
+   * ({@link dev.handoff.consumer.admin.DeadLetterAdmin#requestRetry}), then its open replay requests
+   * ({@link dev.handoff.consumer.admin.DeadLetterAdmin#requestReplay}) for this consumer's topic, now, on the
+   * caller's thread, through this consumer's handler, as a started consumer does every
    * {@code retryRequestInterval}: a test that must not depend on that schedule, or a consumer that is only polled,
    * calls this instead.
    *

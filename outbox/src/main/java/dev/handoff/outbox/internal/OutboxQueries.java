@@ -376,8 +376,8 @@ final class OutboxQueries {
   }
 
   /**
-   * Every statement is the unnamed one ({@link Statements}), planned with its arguments at each execution: a generic plan
-   * cached while the outbox had no statistics yet (a fresh deployment, until autovacuum's first ANALYZE) was a
+   * Every statement is the unnamed one ({@link Statements}), planned with its arguments at each execution: a generic
+   * plan cached while the outbox had no statistics yet (a fresh deployment, until autovacuum's first ANALYZE) was a
    * sequential scan, kept while the table grew (a relay at 1,000 rows/s fell seconds behind within 15 s), and
    * nothing may outlive the transaction behind a pooler in transaction mode.
    */
