@@ -1,6 +1,7 @@
 package dev.handoff.outbox;
 
 import dev.handoff.migrations.SchemaNames;
+import dev.handoff.outbox.internal.Settings;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Map;
@@ -36,8 +37,8 @@ public record OutboxConfig(
       throw new IllegalArgumentException("maxHeaderBytes must be at least 2, was " + maxHeaderBytes);
     }
     topics = Map.copyOf(topics);
-    requirePositive("depthRefreshInterval", depthRefreshInterval);
-    requirePositive("capacityPollInterval", capacityPollInterval);
+    Settings.requirePositive("depthRefreshInterval", depthRefreshInterval);
+    Settings.requirePositive("capacityPollInterval", capacityPollInterval);
     Objects.requireNonNull(clock, "clock");
   }
 
@@ -45,12 +46,5 @@ public record OutboxConfig(
   public TopicConfig topic(String topic) {
     TopicConfig config = topics.get(topic);
     return config != null ? config : TopicConfig.of(topic);
-  }
-
-  static void requirePositive(String name, Duration value) {
-    Objects.requireNonNull(value, name);
-    if (value.isNegative() || value.isZero()) {
-      throw new IllegalArgumentException(name + " must be positive, was " + value);
-    }
   }
 }

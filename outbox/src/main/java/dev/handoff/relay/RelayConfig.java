@@ -5,6 +5,7 @@ import dev.handoff.outbox.ShardId;
 import dev.handoff.outbox.StreamFormat;
 import dev.handoff.outbox.TopicConfig;
 import dev.handoff.outbox.Transport;
+import dev.handoff.outbox.internal.Settings;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -87,7 +88,7 @@ public record RelayConfig(
       if (maxBatchBytes < 1024) {
         throw new IllegalArgumentException("maxBatchBytes must be at least 1024, was " + maxBatchBytes);
       }
-      requirePositive("idlePollInterval", idlePollInterval);
+      Settings.requirePositive("idlePollInterval", idlePollInterval);
       if (listCapacity < 1) {
         throw new IllegalArgumentException("listCapacity must be positive, was " + listCapacity);
       }
@@ -103,11 +104,11 @@ public record RelayConfig(
   public record Leases(Duration ttl, Duration drainTimeout) {
 
     public Leases {
-      requirePositive("leaseTtl", ttl);
+      Settings.requirePositive("leaseTtl", ttl);
       if (ttl.toMillis() < 300) {
         throw new IllegalArgumentException("leaseTtl must be at least 300 ms, was " + ttl);
       }
-      requirePositive("drainTimeout", drainTimeout);
+      Settings.requirePositive("drainTimeout", drainTimeout);
     }
   }
 
@@ -124,12 +125,12 @@ public record RelayConfig(
   public record Retention(Duration outboxRetention, int batchSize, Duration maintenanceInterval, Duration budget) {
 
     public Retention {
-      requirePositive("outboxRetention", outboxRetention);
+      Settings.requirePositive("outboxRetention", outboxRetention);
       if (batchSize < 1) {
         throw new IllegalArgumentException("retentionBatchSize must be positive, was " + batchSize);
       }
-      requirePositive("maintenanceInterval", maintenanceInterval);
-      requirePositive("retentionBudget", budget);
+      Settings.requirePositive("maintenanceInterval", maintenanceInterval);
+      Settings.requirePositive("retentionBudget", budget);
     }
   }
 
@@ -176,13 +177,6 @@ public record RelayConfig(
       if (backlogAgeThreshold.isNegative()) {
         throw new IllegalArgumentException("backlogAgeThreshold must not be negative, was " + backlogAgeThreshold);
       }
-    }
-  }
-
-  private static void requirePositive(String name, Duration value) {
-    Objects.requireNonNull(value, name);
-    if (value.isNegative() || value.isZero()) {
-      throw new IllegalArgumentException(name + " must be positive, was " + value);
     }
   }
 }
