@@ -2,9 +2,9 @@ package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.handoff.outbox.RedisConnectionSpec;
-import dev.handoff.outbox.RedisUrl;
-import dev.handoff.outbox.internal.RedisFailures;
+import dev.handoff.core.RedisConnectionSpec;
+import dev.handoff.core.RedisUrl;
+import dev.handoff.core.internal.RedisFailures;
 import java.net.ConnectException;
 import java.net.SocketTimeoutException;
 import java.sql.Connection;

@@ -1,6 +1,6 @@
 package dev.handoff.cli;
 
-import dev.handoff.outbox.Health;
+import dev.handoff.core.Health;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;

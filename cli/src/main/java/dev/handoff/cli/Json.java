@@ -49,6 +49,6 @@ public final class Json {
   }
 
   private static void string(StringBuilder out, String s) {
-    dev.handoff.outbox.internal.Json.writeString(out, s); // one escaper for every JSON handoff writes
+    dev.handoff.core.internal.Json.writeString(out, s); // one escaper for every JSON handoff writes
   }
 }

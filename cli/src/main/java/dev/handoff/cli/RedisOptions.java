@@ -1,6 +1,6 @@
 package dev.handoff.cli;
 
-import dev.handoff.outbox.RedisConnectionSpec;
+import dev.handoff.core.RedisConnectionSpec;
 import java.time.Duration;
 import java.util.List;
 import picocli.CommandLine.Mixin;

@@ -1,11 +1,11 @@
 package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.core.Health;
+import dev.handoff.core.TopicConfig;
+import dev.handoff.core.internal.TopicRegistry;
 import dev.handoff.migrations.HandoffGrants;
 import dev.handoff.migrations.HandoffMigrations;
-import dev.handoff.outbox.Health;
-import dev.handoff.outbox.TopicConfig;
-import dev.handoff.outbox.internal.TopicRegistry;
 import dev.handoff.relay.Relay;
 import dev.handoff.relay.RelayBuilder;
 import java.net.InetSocketAddress;

@@ -3,7 +3,7 @@ package dev.handoff.cli;
 import dev.handoff.consumer.ConsumerStatus;
 import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.admin.TopicStatus;
-import dev.handoff.outbox.Transport;
+import dev.handoff.core.Transport;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;

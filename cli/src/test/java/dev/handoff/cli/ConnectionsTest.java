@@ -12,7 +12,7 @@ import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.RedisClient;
 
-/** The command-line tools read Redis URLs with {@link dev.handoff.outbox.RedisUrl} and never show a password. */
+/** The command-line tools read Redis URLs with {@link dev.handoff.core.RedisUrl} and never show a password. */
 @HandoffTest(migrate = false)
 class ConnectionsTest {
 

@@ -8,11 +8,11 @@ import dev.handoff.consumer.MessageHandler;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.consumer.admin.DeadLetterSelection;
-import dev.handoff.consumer.testkit.ConsumerTestKit;
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.StreamMessage;
+import dev.handoff.core.StreamFormat;
+import dev.handoff.core.StreamMessage;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
+import dev.handoff.testkit.ConsumerTestKit;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
@@ -167,7 +167,7 @@ class DlqCommandTest {
       assertThat(requested.out()).isEqualTo("requested retry of 2 dead letters of group ledger (the running"
           + " consumers pick them up)" + System.lineSeparator());
       failing.remove(second);
-      assertThat(ConsumerTestKit.runRequestedRetriesNow(consumer)).isEqualTo(2);
+      assertThat(consumer.maintainOnce()).isEqualTo(2);
     }
     Run list = run("dlq", "list", "--group", "ledger");
     assertThat(list.exit()).as("%s", list.err()).isZero();

@@ -2,7 +2,7 @@ package dev.handoff.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.handoff.outbox.Health;
+import dev.handoff.core.Health;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;

@@ -3,7 +3,7 @@ package dev.handoff.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.handoff.outbox.RedisConnectionSpec;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.testing.TestCertificates;
 import dev.handoff.testing.TlsRedis;
 import java.nio.file.Files;

@@ -2,8 +2,8 @@ package dev.handoff.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.handoff.core.TopicConfig;
 import dev.handoff.migrations.HandoffGrants;
-import dev.handoff.outbox.TopicConfig;
 import dev.handoff.testing.DatabaseRole;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;

@@ -3,9 +3,9 @@ package dev.handoff.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.handoff.core.StreamFormat;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
-import dev.handoff.outbox.StreamFormat;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;

@@ -3,11 +3,10 @@ package dev.handoff.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.consumer.StreamConsumer;
-import dev.handoff.consumer.testkit.ConsumerTestKit;
+import dev.handoff.core.StreamFormat;
+import dev.handoff.core.TopicConfig;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.TopicConfig;
 import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
@@ -84,8 +83,8 @@ class ReplayCommandTest {
             ps.executeUpdate();
           }
         }).build()) {
-      assertThat(ConsumerTestKit.runRequestedRetriesNow(consumer)).isEqualTo(1);
-      assertThat(ConsumerTestKit.runRequestedRetriesNow(consumer)).as("once").isZero();
+      assertThat(consumer.maintainOnce()).isEqualTo(1);
+      assertThat(consumer.maintainOnce()).as("once").isZero();
     }
 
     Run done = run("--id", Long.toString(id));

@@ -2,7 +2,7 @@ package dev.handoff.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.handoff.outbox.StreamFormat;
+import dev.handoff.core.StreamFormat;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.nio.file.Files;

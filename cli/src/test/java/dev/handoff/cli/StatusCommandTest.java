@@ -3,10 +3,10 @@ package dev.handoff.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.consumer.StreamConsumer;
+import dev.handoff.core.StreamFormat;
+import dev.handoff.core.TopicConfig;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.TopicConfig;
 import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;

@@ -6,11 +6,11 @@ import dev.handoff.consumer.internal.JooqHandlers;
 import dev.handoff.consumer.internal.RecordedShards;
 import dev.handoff.consumer.internal.SettleOptions;
 import dev.handoff.consumer.internal.micrometer.ConsumerMetrics;
-import dev.handoff.migrations.HandoffMigrations;
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.TopicConfig;
-import dev.handoff.outbox.internal.MetricsRefresher;
-import dev.handoff.outbox.internal.Statements;
+import dev.handoff.core.StreamFormat;
+import dev.handoff.core.TopicConfig;
+import dev.handoff.core.internal.MetricsRefresher;
+import dev.handoff.core.internal.SchemaNames;
+import dev.handoff.core.internal.Statements;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
 import java.time.Duration;
@@ -49,7 +49,7 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   final HostAndPort redis;
   Set<HostAndPort> redisCluster = Set.of();
   JedisClientConfig redisConfig = DefaultJedisClientConfig.builder().build();
-  String schema = HandoffMigrations.DEFAULT_SCHEMA;
+  String schema = SchemaNames.DEFAULT_SCHEMA;
   String keyPrefix = StreamFormat.DEFAULT_KEY_PREFIX;
   TopicConfig topic;
   String group;
@@ -110,7 +110,7 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
    * + margin), whatever this says. Defaults to Jedis's defaults (no auth, 2 s timeouts).
    *
    * @throws IllegalStateException on a builder started with a Redis URL or a
-   *     {@link dev.handoff.outbox.RedisConnectionSpec}: those already say the login, TLS and timeouts, and a second
+   *     {@link dev.handoff.core.RedisConnectionSpec}: those already say the login, TLS and timeouts, and a second
    *     place to say them would silently replace the first
    */
   public B redisConfig(JedisClientConfig config) {
@@ -149,7 +149,7 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   /**
    * The topic to consume, stating its shard count (all shards are consumed). The count must be the one declared for
    * the topic in the database, if one is: {@code start()} and {@code pollOnce()} fail otherwise, with a
-   * {@link dev.handoff.outbox.TopicMismatchException} naming both counts. Required, in this form or by name.
+   * {@link dev.handoff.core.TopicMismatchException} naming both counts. Required, in this form or by name.
    */
   public B topic(TopicConfig topic) {
     this.topic = Objects.requireNonNull(topic, "topic");
@@ -161,7 +161,7 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
    * The topic to consume, with the shard count on record for it in the database (recorded by the relay or consumer
    * that stated one first), read by {@link #build()}: build the consumer once the topic's relay has started. With no
    * count on record yet, it takes one shard and says so in a WARN line; if a relay then records another count,
-   * {@code start()} refuses it with a {@link dev.handoff.outbox.TopicMismatchException}. Stating the count with
+   * {@code start()} refuses it with a {@link dev.handoff.core.TopicMismatchException}. Stating the count with
    * {@link #topic(TopicConfig)} avoids the question.
    */
   public B topic(String topic) {
@@ -278,7 +278,7 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
    * from dead to processed with the handler's effects, and claimed with a row lock so that of several consumers of
    * the group one runs it.
    * One look is one indexed query that finds nothing when no retry is requested. A consumer that is only polled
-   * never runs them ({@code ConsumerTestKit.runRequestedRetriesNow} does, for tests). Defaults to 5 s.
+   * never runs them ({@link HandoffConsumer#maintainOnce()} does). Defaults to 5 s.
    */
   public B retryRequestInterval(Duration interval) {
     this.retryRequestInterval = interval;

@@ -1,8 +1,8 @@
 package dev.handoff.consumer;
 
-import dev.handoff.migrations.SchemaNames;
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.TopicConfig;
+import dev.handoff.core.StreamFormat;
+import dev.handoff.core.TopicConfig;
+import dev.handoff.core.internal.SchemaNames;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,6 +1,6 @@
 package dev.handoff.consumer;
 
-import dev.handoff.outbox.HandoffException;
+import dev.handoff.core.HandoffException;
 
 /** A consumer operation failed at run time; the message names the group, stream or dead letter involved. */
 public class ConsumerException extends HandoffException {

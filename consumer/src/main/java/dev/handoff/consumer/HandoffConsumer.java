@@ -1,6 +1,6 @@
 package dev.handoff.consumer;
 
-import dev.handoff.outbox.Health;
+import dev.handoff.core.Health;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
@@ -24,6 +24,18 @@ public interface HandoffConsumer extends AutoCloseable {
 
   /** One step of one worker, on the caller's thread, for tests. @throws IllegalStateException if started or closed */
   PollResult pollOnce();
+
+  /**
+   * Runs the consumer's upkeep once, now, on the caller's thread, whatever its schedules: a stream consumer renews
+   * the leases of the entries its workers hold (as it does every {@code leaseRenewInterval}); then the group's open
+   * retry and replay requests ({@link dev.handoff.consumer.admin.DeadLetterAdmin}) run through this consumer's
+   * handler (as every {@code retryRequestInterval}); then its gauges are refreshed when it has a
+   * {@code meterRegistry} (as every {@code metricsRefreshInterval}). For tests and tools that must not depend on
+   * those schedules, and for a consumer that is only polled. Safe beside a started consumer.
+   *
+   * @return how many retry and replay requests ran (retried, failed again and recorded, or replayed)
+   */
+  int maintainOnce();
 
   /**
    * Re-runs the handler on dead letter {@code deadLetterId} of this group, idempotently: in one transaction its

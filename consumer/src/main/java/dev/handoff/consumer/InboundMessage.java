@@ -1,7 +1,6 @@
 package dev.handoff.consumer;
 
-import dev.handoff.outbox.Message;
-import dev.handoff.outbox.StreamMessage;
+import dev.handoff.core.StreamMessage;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Map;
@@ -71,7 +70,7 @@ public record InboundMessage(
 
   /** The W3C trace context the producer passed, or {@code null}. */
   public String traceparent() {
-    return headers.get(Message.TRACEPARENT);
+    return headers.get(StreamMessage.TRACEPARENT);
   }
 
   /** The message as it travels in the stream (for re-publishing or replaying it). */

@@ -1,7 +1,7 @@
 package dev.handoff.consumer;
 
-import dev.handoff.outbox.RedisConnectionSpec;
-import dev.handoff.outbox.RedisUrl;
+import dev.handoff.core.RedisConnectionSpec;
+import dev.handoff.core.RedisUrl;
 import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
@@ -11,7 +11,7 @@ import redis.clients.jedis.HostAndPort;
 
 /**
  * Consumes one topic (all its shards) from Redis lists used as a reliable queue (the relay's
- * {@link dev.handoff.outbox.Transport#LIST list transport}), with the same effectively-once effects, handler
+ * {@link dev.handoff.core.Transport#LIST list transport}), with the same effectively-once effects, handler
  * interfaces, inbox and dead-letter tables as {@link StreamConsumer}.
  *
  * <pre>{@code

@@ -1,7 +1,7 @@
 package dev.handoff.consumer;
 
-import dev.handoff.outbox.RedisConnectionSpec;
-import dev.handoff.outbox.RedisUrl;
+import dev.handoff.core.RedisConnectionSpec;
+import dev.handoff.core.RedisUrl;
 import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;

@@ -3,9 +3,9 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.handoff.outbox.RedisConnectionSpec;
-import dev.handoff.outbox.RedisUrl;
-import dev.handoff.outbox.TopicConfig;
+import dev.handoff.core.RedisConnectionSpec;
+import dev.handoff.core.RedisUrl;
+import dev.handoff.core.TopicConfig;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;

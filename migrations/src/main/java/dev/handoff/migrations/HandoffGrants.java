@@ -1,5 +1,6 @@
 package dev.handoff.migrations;
 
+import dev.handoff.core.internal.SchemaNames;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;

@@ -1,5 +1,6 @@
 package dev.handoff.migrations;
 
+import dev.handoff.core.internal.SchemaNames;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -28,7 +29,7 @@ import org.flywaydb.core.api.output.MigrateResult;
 public final class HandoffMigrations {
 
   /** The schema used when none is given. */
-  public static final String DEFAULT_SCHEMA = "handoff";
+  public static final String DEFAULT_SCHEMA = SchemaNames.DEFAULT_SCHEMA;
 
   /** The classpath location of handoff's Flyway scripts. */
   public static final String LOCATION = "classpath:dev/handoff/migrations/db";

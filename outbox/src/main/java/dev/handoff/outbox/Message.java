@@ -1,5 +1,9 @@
 package dev.handoff.outbox;
 
+import dev.handoff.core.InvalidMessageException;
+import dev.handoff.core.StreamMessage;
+import dev.handoff.core.TopicConfig;
+import dev.handoff.core.internal.Settings;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Collections;
@@ -29,9 +33,6 @@ public final class Message {
 
   /** The longest ordering key, in characters. */
   public static final int MAX_KEY_LENGTH = 512;
-
-  /** The header that carries the W3C trace context. */
-  public static final String TRACEPARENT = "traceparent";
 
   /** The header that carries the payload's media type when one was given. */
   public static final String CONTENT_TYPE = "content-type";
@@ -125,7 +126,7 @@ public final class Message {
         throw new InvalidMessageException(
             "type",
             "type must match " + TYPE_PATTERN.pattern() + ", was "
-                + (type == null ? "null" : "'" + TopicConfig.abbreviate(type) + "'"));
+                + (type == null ? "null" : "'" + Settings.abbreviate(type) + "'"));
       }
       this.type = type;
     }
@@ -167,7 +168,7 @@ public final class Message {
         throw new InvalidMessageException(
             "headers",
             "header name must match " + HEADER_NAME_PATTERN.pattern() + ", was "
-                + (name == null ? "null" : "'" + TopicConfig.abbreviate(name) + "'"));
+                + (name == null ? "null" : "'" + Settings.abbreviate(name) + "'"));
       }
       if (value == null) {
         throw new InvalidMessageException("headers", "header '" + name + "' has a null value");
@@ -193,9 +194,9 @@ public final class Message {
       if (!TRACEPARENT_PATTERN.matcher(traceparent).matches()) {
         throw new InvalidMessageException(
             "headers", "traceparent must be a W3C trace context like 00-<32 hex>-<16 hex>-<2 hex>, was '"
-                + TopicConfig.abbreviate(traceparent) + "'");
+                + Settings.abbreviate(traceparent) + "'");
       }
-      return header(TRACEPARENT, traceparent);
+      return header(StreamMessage.TRACEPARENT, traceparent);
     }
 
     public Message build() {

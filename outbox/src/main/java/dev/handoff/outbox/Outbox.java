@@ -1,5 +1,7 @@
 package dev.handoff.outbox;
 
+import dev.handoff.core.CapacityPolicy;
+import dev.handoff.core.InvalidMessageException;
 import dev.handoff.outbox.internal.DefaultOutbox;
 import java.sql.Connection;
 import java.util.List;

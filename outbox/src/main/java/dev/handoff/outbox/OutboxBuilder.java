@@ -1,8 +1,9 @@
 package dev.handoff.outbox;
 
-import dev.handoff.migrations.HandoffMigrations;
+import dev.handoff.core.CapacityPolicy;
+import dev.handoff.core.TopicConfig;
+import dev.handoff.core.internal.SchemaNames;
 import dev.handoff.outbox.internal.micrometer.MeteredOutbox;
-import dev.handoff.relay.RelayBuilder;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
 import java.time.Duration;
@@ -25,7 +26,7 @@ public final class OutboxBuilder {
   /** How often a waiting append looks at the depth again by default. */
   public static final Duration DEFAULT_CAPACITY_POLL_INTERVAL = Duration.ofMillis(50);
 
-  private String schema = HandoffMigrations.DEFAULT_SCHEMA;
+  private String schema = SchemaNames.DEFAULT_SCHEMA;
   private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
   private int maxHeaderBytes = DEFAULT_MAX_HEADER_BYTES;
   private final Map<String, TopicConfig> topics = new LinkedHashMap<>();
@@ -86,7 +87,7 @@ public final class OutboxBuilder {
    * Counts appended messages ({@code handoff.outbox.appended}) and messages a capacity policy refused
    * ({@code handoff.outbox.refused}) per {@code topic} in {@code registry} (Micrometer, an optional dependency:
    * without this call the outbox needs none of it). Appends are counted, not commits. The outbox's depth and its
-   * oldest unpublished row's age are the relay's gauges ({@link RelayBuilder#meterRegistry}), since the outbox
+   * oldest unpublished row's age are the relay's gauges ({@code RelayBuilder.meterRegistry}), since the outbox
    * runs no query of its own. Defaults to no metrics.
    */
   public OutboxBuilder meterRegistry(MeterRegistry registry) {

@@ -1,7 +1,8 @@
 package dev.handoff.outbox;
 
-import dev.handoff.migrations.SchemaNames;
-import dev.handoff.outbox.internal.Settings;
+import dev.handoff.core.TopicConfig;
+import dev.handoff.core.internal.SchemaNames;
+import dev.handoff.core.internal.Settings;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Map;

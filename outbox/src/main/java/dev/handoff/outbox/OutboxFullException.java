@@ -1,5 +1,8 @@
 package dev.handoff.outbox;
 
+import dev.handoff.core.CapacityPolicy;
+import dev.handoff.core.HandoffException;
+
 /**
  * An append was refused because the topic's unpublished rows reached the capacity set by its
  * {@link CapacityPolicy}. Nothing was written by the refused append; the caller's transaction is still open and is

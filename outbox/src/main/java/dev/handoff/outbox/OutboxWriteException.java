@@ -1,5 +1,6 @@
 package dev.handoff.outbox;
 
+import dev.handoff.core.HandoffException;
 import java.sql.SQLException;
 
 /**

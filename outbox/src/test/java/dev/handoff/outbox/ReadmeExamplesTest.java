@@ -2,6 +2,8 @@ package dev.handoff.outbox;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.handoff.core.CapacityPolicy;
+import dev.handoff.core.TopicConfig;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
@@ -95,7 +97,7 @@ class ReadmeExamplesTest {
     assertThat(query("SELECT amount_cents::text FROM payment WHERE id = 'pay-jooq'")).isEqualTo("990");
     assertThat(query("SELECT convert_from(payload, 'UTF8') FROM handoff.outbox WHERE message_key = 'pay-jooq'"))
         .isEqualTo("{\"payment_id\":\"pay-jooq\"}");
-    assertThat(dev.handoff.outbox.internal.Json.readStringMap(
+    assertThat(dev.handoff.core.internal.Json.readStringMap(
             query("SELECT headers::text FROM handoff.outbox WHERE message_key = 'pay-jooq'")))
         .containsExactlyInAnyOrderEntriesOf(Map.of("content-type", "application/json", "traceparent", TRACEPARENT));
   }

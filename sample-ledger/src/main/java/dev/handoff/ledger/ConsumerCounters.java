@@ -2,7 +2,7 @@ package dev.handoff.ledger;
 
 import dev.handoff.consumer.ConsumerListener;
 import dev.handoff.consumer.InboundMessage;
-import dev.handoff.migrations.SchemaNames;
+import dev.handoff.core.internal.SchemaNames;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;

@@ -1,11 +1,11 @@
 package dev.handoff.ledger;
 
 import dev.handoff.consumer.ConsumerFaults;
-import dev.handoff.consumer.testkit.ConsumerTestKit;
-import dev.handoff.outbox.ShardId;
-import dev.handoff.outbox.testkit.SimulatedCrash;
+import dev.handoff.core.ShardId;
 import dev.handoff.relay.Relay;
 import dev.handoff.relay.RelayFaults;
+import dev.handoff.testkit.ConsumerTestKit;
+import dev.handoff.testkit.SimulatedCrash;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;

@@ -1,6 +1,6 @@
 package dev.handoff.ledger;
 
-import dev.handoff.outbox.ListFormat;
+import dev.handoff.core.ListFormat;
 import redis.clients.jedis.UnifiedJedis;
 
 /** The demo's progress line: payments paid, published and charged, what the consumers skipped, reclaimed, gave up. */

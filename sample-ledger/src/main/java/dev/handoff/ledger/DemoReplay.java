@@ -1,8 +1,8 @@
 package dev.handoff.ledger;
 
-import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.StreamMessage;
+import dev.handoff.core.ListFormat;
+import dev.handoff.core.StreamFormat;
+import dev.handoff.core.StreamMessage;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -68,7 +68,7 @@ record DemoReplay(LedgerServers servers, Demo.Config config, TimedLog log) {
         while (rs.next()) {
           // handoff's own reader of the headers column: the command line's Json only writes
           StreamMessage m = new StreamMessage(rs.getObject(2, UUID.class), rs.getLong(1), PaymentEvents.TOPIC,
-              rs.getString(5), rs.getString(4), dev.handoff.outbox.internal.Json.readStringMap(rs.getString(7)),
+              rs.getString(5), rs.getString(4), dev.handoff.core.internal.Json.readStringMap(rs.getString(7)),
               rs.getTimestamp(8).toInstant(), rs.getBytes(6));
           int shard = rs.getInt(3);
           perShard.get(shard).add(ListFormat.encode(rs.getLong(9) + "-" + rs.getLong(10), m));

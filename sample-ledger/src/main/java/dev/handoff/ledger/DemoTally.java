@@ -1,7 +1,7 @@
 package dev.handoff.ledger;
 
-import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.StreamFormat;
+import dev.handoff.core.ListFormat;
+import dev.handoff.core.StreamFormat;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;

@@ -1,7 +1,7 @@
 package dev.handoff.ledger;
 
 import dev.handoff.consumer.InboundMessage;
-import dev.handoff.migrations.SchemaNames;
+import dev.handoff.core.internal.SchemaNames;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

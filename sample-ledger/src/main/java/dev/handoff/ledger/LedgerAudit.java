@@ -1,6 +1,6 @@
 package dev.handoff.ledger;
 
-import dev.handoff.migrations.SchemaNames;
+import dev.handoff.core.internal.SchemaNames;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

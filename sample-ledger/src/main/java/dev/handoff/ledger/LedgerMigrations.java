@@ -1,7 +1,7 @@
 package dev.handoff.ledger;
 
+import dev.handoff.core.internal.SchemaNames;
 import dev.handoff.migrations.HandoffMigrations;
-import dev.handoff.migrations.SchemaNames;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -5,7 +5,7 @@ import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.ListConsumerBuilder;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.StreamConsumerBuilder;
-import dev.handoff.outbox.TopicConfig;
+import dev.handoff.core.TopicConfig;
 import java.util.Set;
 import javax.sql.DataSource;
 import redis.clients.jedis.HostAndPort;

@@ -1,7 +1,7 @@
 package dev.handoff.ledger;
 
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.testkit.SimulatedCrash;
+import dev.handoff.core.StreamFormat;
+import dev.handoff.testkit.SimulatedCrash;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;

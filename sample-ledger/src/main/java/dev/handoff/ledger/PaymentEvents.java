@@ -1,7 +1,7 @@
 package dev.handoff.ledger;
 
+import dev.handoff.core.TopicConfig;
 import dev.handoff.outbox.Message;
-import dev.handoff.outbox.TopicConfig;
 import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;

@@ -1,9 +1,9 @@
 package dev.handoff.ledger;
 
-import dev.handoff.migrations.SchemaNames;
+import dev.handoff.core.TopicConfig;
+import dev.handoff.core.internal.SchemaNames;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
-import dev.handoff.outbox.TopicConfig;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

@@ -1,6 +1,6 @@
 package dev.handoff.ledger;
 
-import dev.handoff.outbox.StreamFormat;
+import dev.handoff.core.StreamFormat;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

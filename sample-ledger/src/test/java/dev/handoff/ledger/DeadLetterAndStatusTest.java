@@ -2,11 +2,11 @@ package dev.handoff.ledger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.handoff.consumer.testkit.ConsumerTestKit;
-import dev.handoff.outbox.StreamFormat;
+import dev.handoff.core.StreamFormat;
 import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
+import dev.handoff.testkit.ConsumerTestKit;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

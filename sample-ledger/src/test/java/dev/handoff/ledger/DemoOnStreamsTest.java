@@ -1,6 +1,6 @@
 package dev.handoff.ledger;
 
-import dev.handoff.outbox.Transport;
+import dev.handoff.core.Transport;
 import dev.handoff.testing.TestEnvironment;
 
 /** {@link DemoTest} on Redis streams, the default. */

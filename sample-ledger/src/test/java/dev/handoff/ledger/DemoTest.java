@@ -2,10 +2,10 @@ package dev.handoff.ledger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.handoff.core.ListFormat;
+import dev.handoff.core.StreamFormat;
+import dev.handoff.core.Transport;
 import dev.handoff.ledger.cli.LedgerCli;
-import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.Transport;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.io.PrintWriter;

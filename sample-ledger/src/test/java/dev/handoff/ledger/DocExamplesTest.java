@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
  * that runs it:
  *
  * <pre>{@code
- * <!-- run by: consumer/src/test/java/dev/handoff/consumer/StrictModeTest.java -->
+ * <!-- run by: end-to-end/src/test/java/dev/handoff/consumer/StrictModeTest.java -->
  * }</pre>
  *
  * <p>That file must be a test source (a module's {@code src/test/java}, or an {@code examples/*} module's sources,
@@ -82,7 +82,7 @@ class DocExamplesTest {
 
   @Test
   void aLineTheTestDoesNotHaveInThatOrderIsReported() {
-    String test = "consumer/src/test/java/dev/handoff/consumer/StrictModeTest.java";
+    String test = "end-to-end/src/test/java/dev/handoff/consumer/StrictModeTest.java";
     Code declaration = new Code(2, "class StrictModeTest {");
     Code strict = new Code(3, "DataSource appData = ConsumerTestKit.strict(dataSource);");
     Block inOrder = new Block("consumer/README.md", 1, test, List.of(declaration, strict));

@@ -1,6 +1,6 @@
 package dev.handoff.ledger;
 
-import dev.handoff.outbox.Transport;
+import dev.handoff.core.Transport;
 import dev.handoff.testing.TestEnvironment;
 
 /** {@link LedgerCliProcessTest} on Redis lists ({@code --transport list}, capacity 200), with 2,000 payments. */

@@ -1,6 +1,6 @@
 package dev.handoff.ledger;
 
-import dev.handoff.outbox.Transport;
+import dev.handoff.core.Transport;
 import dev.handoff.testing.TestEnvironment;
 
 /** {@link LedgerCliProcessTest} on Redis streams, with 3,000 payments. */

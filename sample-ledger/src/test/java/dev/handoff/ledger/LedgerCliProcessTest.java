@@ -3,9 +3,9 @@ package dev.handoff.ledger;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.Transport;
+import dev.handoff.core.ListFormat;
+import dev.handoff.core.StreamFormat;
+import dev.handoff.core.Transport;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;

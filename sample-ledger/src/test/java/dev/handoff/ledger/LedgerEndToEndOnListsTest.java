@@ -1,6 +1,6 @@
 package dev.handoff.ledger;
 
-import dev.handoff.outbox.Transport;
+import dev.handoff.core.Transport;
 import dev.handoff.testing.TestEnvironment;
 
 /** {@link LedgerEndToEndTest} on Redis lists: 3,000 payments, a consumer killed before its LREM and restarted. */

@@ -1,6 +1,6 @@
 package dev.handoff.ledger;
 
-import dev.handoff.outbox.Transport;
+import dev.handoff.core.Transport;
 import dev.handoff.testing.TestEnvironment;
 
 /** {@link LedgerEndToEndTest} on Redis streams: 10,000 payments, consumer threads killed at random. */

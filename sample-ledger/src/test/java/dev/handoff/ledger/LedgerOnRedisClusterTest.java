@@ -3,7 +3,7 @@ package dev.handoff.ledger;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.handoff.outbox.StreamFormat;
+import dev.handoff.core.StreamFormat;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.RedisCluster;
 import dev.handoff.testing.TestEnvironment;

@@ -4,12 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.handoff.consumer.ConsumerFaults;
-import dev.handoff.consumer.testkit.ConsumerTestKit;
-import dev.handoff.outbox.Transport;
-import dev.handoff.outbox.testkit.SimulatedCrash;
+import dev.handoff.core.Transport;
 import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
+import dev.handoff.testkit.ConsumerTestKit;
+import dev.handoff.testkit.SimulatedCrash;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.HostAndPort;

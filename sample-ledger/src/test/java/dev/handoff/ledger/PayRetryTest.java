@@ -2,10 +2,10 @@ package dev.handoff.ledger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.ledger.cli.LedgerCli;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
+import dev.handoff.testkit.ConsumerTestKit;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.time.Duration;

@@ -3,8 +3,8 @@ package dev.handoff.ledger;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.handoff.core.RedisAcl;
 import dev.handoff.migrations.HandoffGrants.Role;
-import dev.handoff.outbox.RedisAcl;
 import dev.handoff.testing.DatabaseRole;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.PgBouncerServer;

@@ -2,13 +2,13 @@ package dev.handoff.ledger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.handoff.consumer.testkit.ConsumerTestKit;
+import dev.handoff.core.RedisAcl;
 import dev.handoff.ledger.cli.LedgerCli;
-import dev.handoff.outbox.RedisAcl;
 import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;
+import dev.handoff.testkit.ConsumerTestKit;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.time.Duration;

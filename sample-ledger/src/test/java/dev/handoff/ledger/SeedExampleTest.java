@@ -5,11 +5,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.handoff.consumer.ConsumerFaults;
-import dev.handoff.consumer.testkit.ConsumerTestKit;
-import dev.handoff.outbox.testkit.SimulatedCrash;
 import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
+import dev.handoff.testkit.ConsumerTestKit;
+import dev.handoff.testkit.SimulatedCrash;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 

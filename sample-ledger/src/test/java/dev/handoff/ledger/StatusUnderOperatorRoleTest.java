@@ -2,15 +2,15 @@ package dev.handoff.ledger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.handoff.consumer.testkit.ConsumerTestKit;
+import dev.handoff.core.StreamFormat;
+import dev.handoff.core.Transport;
 import dev.handoff.ledger.cli.LedgerCli;
 import dev.handoff.migrations.HandoffGrants.Role;
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.Transport;
 import dev.handoff.relay.Relay;
 import dev.handoff.testing.DatabaseRole;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
+import dev.handoff.testkit.ConsumerTestKit;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.sql.Connection;

@@ -1,6 +1,6 @@
 package dev.handoff.spring;
 
-import dev.handoff.outbox.HandoffException;
+import dev.handoff.core.HandoffException;
 
 /**
  * handoff cannot start in this application: a class path that lacks what it needs, a schema that is not migrated or

@@ -49,7 +49,7 @@ public final class TransactionalOutbox {
    *
    * @throws IllegalTransactionStateException if no Spring transaction runs on the application's {@code DataSource}
    *     on this thread
-   * @throws dev.handoff.outbox.InvalidMessageException if the message is invalid (the field is named)
+   * @throws dev.handoff.core.InvalidMessageException if the message is invalid (the field is named)
    * @throws dev.handoff.outbox.OutboxWriteException if the insert failed
    */
   public AppendedMessage append(Message message) {

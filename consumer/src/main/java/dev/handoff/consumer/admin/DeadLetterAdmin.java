@@ -5,9 +5,8 @@ import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.HandoffConsumer;
 import dev.handoff.consumer.internal.DefaultDeadLetterAdmin;
-import dev.handoff.migrations.HandoffMigrations;
-import dev.handoff.migrations.SchemaNames;
-import dev.handoff.outbox.internal.Statements;
+import dev.handoff.core.internal.SchemaNames;
+import dev.handoff.core.internal.Statements;
 import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
@@ -23,7 +22,7 @@ import javax.sql.DataSource;
  * to Redis, so every outbox row still has exactly one stream entry.
  *
  * <p>A {@code group} of {@code null} means every group. Runs under the operator role of
- * {@link dev.handoff.migrations.HandoffGrants}.
+ * {@code HandoffGrants} (handoff-migrations).
  *
  * <pre>{@code
  * DeadLetterAdmin admin = DeadLetterAdmin.builder(dataSource).schema("handoff").build();
@@ -105,7 +104,7 @@ public interface DeadLetterAdmin {
   final class Builder {
 
     private final DataSource dataSource;
-    private String schema = HandoffMigrations.DEFAULT_SCHEMA;
+    private String schema = SchemaNames.DEFAULT_SCHEMA;
 
     private Builder(DataSource dataSource) {
       // Behind a pooler in transaction mode nothing of handoff's may outlive a transaction (see Statements).

@@ -5,12 +5,11 @@ import dev.handoff.consumer.internal.RedisConnections;
 import dev.handoff.consumer.internal.StreamRewinder;
 import dev.handoff.consumer.internal.StreamTrimmer;
 import dev.handoff.consumer.internal.TopicShards;
-import dev.handoff.migrations.HandoffMigrations;
-import dev.handoff.migrations.SchemaNames;
-import dev.handoff.outbox.RedisConnectionSpec;
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.TopicConfig;
-import dev.handoff.relay.RelayBuilder;
+import dev.handoff.core.RedisConnectionSpec;
+import dev.handoff.core.StreamFormat;
+import dev.handoff.core.TopicConfig;
+import dev.handoff.core.internal.SchemaNames;
+import dev.handoff.core.internal.StreamTrimScript;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Consumer;
@@ -42,7 +41,7 @@ public final class StreamAdmin implements AutoCloseable {
     this.redis = ownsRedis ? RedisConnections.admin(b.spec) : b.redis;
     this.shards = new TopicShards(redis, b.keyPrefix, b.dataSource, b.schema);
     this.rewinder = new StreamRewinder(redis, b.keyPrefix, b.countLimit);
-    this.trimmer = new StreamTrimmer(redis, b.keyPrefix, b.countLimit, RelayBuilder.DEFAULT_TRIM_LIMIT);
+    this.trimmer = new StreamTrimmer(redis, b.keyPrefix, b.countLimit, StreamTrimScript.DEFAULT_LIMIT);
   }
 
   /** An admin that opens its own connections to {@code redis}. */
@@ -141,7 +140,7 @@ public final class StreamAdmin implements AutoCloseable {
     private final UnifiedJedis redis;
     private String keyPrefix = StreamFormat.DEFAULT_KEY_PREFIX;
     private DataSource dataSource;
-    private String schema = HandoffMigrations.DEFAULT_SCHEMA;
+    private String schema = SchemaNames.DEFAULT_SCHEMA;
     private int countLimit = DEFAULT_COUNT_LIMIT;
 
     private Builder(RedisConnectionSpec spec, UnifiedJedis redis) {

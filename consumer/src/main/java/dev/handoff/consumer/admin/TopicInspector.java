@@ -3,10 +3,9 @@ package dev.handoff.consumer.admin;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.StreamConsumerBuilder;
 import dev.handoff.consumer.internal.DefaultTopicInspector;
-import dev.handoff.migrations.HandoffMigrations;
-import dev.handoff.migrations.SchemaNames;
-import dev.handoff.outbox.RedisConnectionSpec;
-import dev.handoff.outbox.StreamFormat;
+import dev.handoff.core.RedisConnectionSpec;
+import dev.handoff.core.StreamFormat;
+import dev.handoff.core.internal.SchemaNames;
 import java.util.List;
 import java.util.Objects;
 import java.util.UUID;
@@ -115,7 +114,7 @@ public interface TopicInspector extends AutoCloseable {
 
     private final DataSource dataSource;
     private final RedisConnectionSpec redis;
-    private String schema = HandoffMigrations.DEFAULT_SCHEMA;
+    private String schema = SchemaNames.DEFAULT_SCHEMA;
     private String keyPrefix = StreamFormat.DEFAULT_KEY_PREFIX;
     private int statusScanLimit = StreamConsumerBuilder.DEFAULT_STATUS_SCAN_LIMIT;
 

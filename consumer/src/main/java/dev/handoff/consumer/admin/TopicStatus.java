@@ -2,7 +2,7 @@ package dev.handoff.consumer.admin;
 
 import dev.handoff.consumer.ConsumerStatus;
 import dev.handoff.consumer.ListStatus;
-import dev.handoff.outbox.Transport;
+import dev.handoff.core.Transport;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;

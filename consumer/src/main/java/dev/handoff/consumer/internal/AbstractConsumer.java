@@ -1,10 +1,9 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
-import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.PausedWorker;
-import dev.handoff.outbox.Health;
-import dev.handoff.outbox.internal.MetricsRefresher;
+import dev.handoff.core.Health;
+import dev.handoff.core.internal.MetricsRefresher;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -246,10 +245,19 @@ abstract class AbstractConsumer extends ConsumerOperations {
     this.metrics = refresher;
   }
 
-  /** The attached metrics refresher, or null: for the test kit's {@code refreshMetricsNow}. */
-  public final MetricsRefresher metrics() {
-    return metrics;
+  /** See {@link dev.handoff.consumer.HandoffConsumer#maintainOnce()}. */
+  public final int maintainOnce() {
+    renewHeldWork();
+    int ran = runRequestedNow();
+    MetricsRefresher refresher = metrics;
+    if (refresher != null) {
+      refresher.refreshNow();
+    }
+    return ran;
   }
+
+  /** Renews what the workers hold, as the schedule does; nothing by default. */
+  void renewHeldWork() {}
 
   /** Closes with the default deadline of 30 s; see {@link #close(Duration)}. */
   public final void close() {

@@ -2,12 +2,11 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
-import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboxPurgeResult;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
-import dev.handoff.outbox.internal.TopicRegistry;
+import dev.handoff.core.internal.TopicRegistry;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Instant;
@@ -77,7 +76,7 @@ abstract class ConsumerOperations {
    * reachable yet leaves the check to the next start: the workers wait for the database anyway.
    *
    * @param who how the refusal names this consumer ("consumer of group 'billing'")
-   * @throws dev.handoff.outbox.TopicMismatchException naming the topic and both counts
+   * @throws dev.handoff.core.TopicMismatchException naming the topic and both counts
    */
   protected final void requireDeclaredShards(String who, Logger log) {
     try (Connection c = dataSource.getConnection()) {
@@ -158,15 +157,11 @@ abstract class ConsumerOperations {
     return upkeep.retryAll();
   }
 
-  /**
-   * Runs the group's requested dead-letter retries now, on the caller's thread, as a started consumer does every
-   * {@code retryRequestInterval}: for the test kit's {@code runRequestedRetriesNow}.
-   *
-   * @return how many requests ran (retried, or failed again)
-   */
-  public final int runRequestedRetriesNow() {
+  /** Runs the open retry and replay requests now, as the schedule does. */
+  final int runRequestedNow() {
     return upkeep.runRequested();
   }
+
 
   /** See {@link dev.handoff.consumer.StreamConsumer#purgeInbox(Instant)}. */
   public final long purgeInbox(Instant processedBefore) {

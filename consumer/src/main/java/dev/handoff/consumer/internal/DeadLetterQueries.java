@@ -2,8 +2,8 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboundMessage;
-import dev.handoff.outbox.internal.Json;
-import dev.handoff.outbox.internal.Statements;
+import dev.handoff.core.internal.Json;
+import dev.handoff.core.internal.Statements;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

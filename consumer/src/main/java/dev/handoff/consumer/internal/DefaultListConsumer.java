@@ -2,12 +2,11 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
-import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.InboxPurgeRefusedException;
 import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.PollResult;
-import dev.handoff.outbox.ListFormat;
+import dev.handoff.core.ListFormat;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;

@@ -4,11 +4,10 @@ import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.ConsumerStatus;
-import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.PollResult;
 import dev.handoff.consumer.StreamConsumer;
-import dev.handoff.outbox.StreamFormat;
+import dev.handoff.core.StreamFormat;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
@@ -77,8 +76,8 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
         config.retries().failureIsolation());
   }
 
-  /** Test-only: renews the leases of the entries in flight now, as the lease keeper does on its schedule. */
-  public void renewLeasesNow() {
+  @Override
+  void renewHeldWork() {
     renewLeases();
   }
 

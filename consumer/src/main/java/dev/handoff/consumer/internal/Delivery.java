@@ -1,8 +1,8 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.InboundMessage;
-import dev.handoff.outbox.MalformedEntryException;
-import dev.handoff.outbox.StreamFormat;
+import dev.handoff.core.MalformedEntryException;
+import dev.handoff.core.StreamFormat;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.UUID;

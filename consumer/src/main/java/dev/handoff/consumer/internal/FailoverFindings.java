@@ -2,7 +2,7 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.admin.TopicInspector.FailoverReport;
 import dev.handoff.consumer.admin.TopicInspector.FailoverReport.StreamFindings;
-import dev.handoff.outbox.StreamFormat;
+import dev.handoff.core.StreamFormat;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;

@@ -1,6 +1,6 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.outbox.internal.Statements;
+import dev.handoff.core.internal.Statements;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
@@ -26,7 +26,7 @@ import java.util.UUID;
  *       deletes it in the round trip of handoff's own {@code COMMIT}; the deletion fails in PostgreSQL if the seal
  *       is gone (the transaction it was inserted in ended early), and the {@code COMMIT} then never runs.
  * </ul>
- * While a handler runs, {@link HandlerScope} names it on its thread.
+ * While a handler runs, {@link RunningHandler} names it on its thread.
  *
  * <p>Not thread-safe: one per batch attempt, on the worker's thread.
  */
@@ -88,7 +88,7 @@ final class HandlerTransaction {
   }
 
   /**
-   * Runs a handler call for {@code what} ("message 0190...") with {@link HandlerScope} set on this thread.
+   * Runs a handler call for {@code what} ("message 0190...") with {@link RunningHandler} set on this thread.
    *
    * @throws Exception the refusal, if a call on the handler's connection was refused (with what the handler threw,
    *     if anything, as suppressed); otherwise what the handler threw
@@ -96,7 +96,7 @@ final class HandlerTransaction {
   void run(String what, HandlerCall call) throws Exception {
     running = what;
     refusal = null;
-    HandlerScope.enter(group, what);
+    RunningHandler.enter(group, what);
     try {
       call.run(guarded);
     } catch (Exception e) {
@@ -108,7 +108,7 @@ final class HandlerTransaction {
       refused.addSuppressed(e);
       throw refused;
     } finally {
-      HandlerScope.exit();
+      RunningHandler.exit();
     }
     SQLException refused = takeRefusal();
     if (refused != null) {

@@ -1,6 +1,6 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.outbox.internal.Statements;
+import dev.handoff.core.internal.Statements;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

@@ -1,9 +1,9 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.internal.AclErrors;
-import dev.handoff.outbox.internal.ListScripts;
-import dev.handoff.outbox.internal.LuaScript;
+import dev.handoff.core.ListFormat;
+import dev.handoff.core.internal.AclErrors;
+import dev.handoff.core.internal.ListScripts;
+import dev.handoff.core.internal.LuaScript;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -124,8 +124,8 @@ public final class ListQueues implements AutoCloseable {
       end
       return {returned, consumers}""");
 
-  /** The relay's own script: the lowest ID a list or its processing lists hold (see the outbox module). */
-  private static final LuaScript LOWEST_HELD = ListScripts.resource("/dev/handoff/outbox/list-watermark.lua");
+  /** The relay's own script: the lowest ID a list or its processing lists hold (kept in the core module). */
+  private static final LuaScript LOWEST_HELD = ListScripts.resource("/dev/handoff/core/list-watermark.lua");
 
   // KEYS: list, registry. Reply: LLEN of the list, then per registered processing list: key, length, alive, lowest ID
   // ('' when empty). One script, so one atomic snapshot: an element moving between the list and a processing list (a

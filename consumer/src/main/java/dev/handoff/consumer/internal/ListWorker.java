@@ -2,9 +2,9 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.PollResult;
 import dev.handoff.consumer.internal.Settled.Failure;
-import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.MalformedEntryException;
-import dev.handoff.outbox.StreamFormat;
+import dev.handoff.core.ListFormat;
+import dev.handoff.core.MalformedEntryException;
+import dev.handoff.core.StreamFormat;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;

@@ -6,7 +6,7 @@ import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
-import dev.handoff.outbox.internal.Json;
+import dev.handoff.core.internal.Json;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;

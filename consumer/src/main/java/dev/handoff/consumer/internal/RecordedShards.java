@@ -2,9 +2,9 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerException;
 import dev.handoff.consumer.HandoffConsumer;
-import dev.handoff.migrations.SchemaNames;
-import dev.handoff.outbox.TopicConfig;
-import dev.handoff.outbox.internal.TopicRegistry;
+import dev.handoff.core.TopicConfig;
+import dev.handoff.core.internal.SchemaNames;
+import dev.handoff.core.internal.TopicRegistry;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.Optional;

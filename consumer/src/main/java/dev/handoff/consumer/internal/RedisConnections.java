@@ -1,6 +1,6 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.outbox.RedisConnectionSpec;
+import dev.handoff.core.RedisConnectionSpec;
 import java.time.Duration;
 import java.util.Set;
 import java.util.function.Supplier;

@@ -1,7 +1,7 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.outbox.internal.AclErrors;
-import dev.handoff.outbox.internal.LuaScript;
+import dev.handoff.core.internal.AclErrors;
+import dev.handoff.core.internal.LuaScript;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -9,9 +9,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import redis.clients.jedis.AbstractPipeline;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
-import redis.clients.jedis.AbstractPipeline;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.UnifiedJedis;

@@ -3,7 +3,7 @@ package dev.handoff.consumer.internal;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.admin.DeadLetterAdmin.ReplayRequest;
-import dev.handoff.outbox.internal.Statements;
+import dev.handoff.core.internal.Statements;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -1,6 +1,6 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.outbox.internal.LuaScript;
+import dev.handoff.core.internal.LuaScript;
 import java.util.List;
 import redis.clients.jedis.UnifiedJedis;
 

@@ -2,8 +2,8 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerStatus;
 import dev.handoff.consumer.InboxPurgeRefusedException;
-import dev.handoff.outbox.internal.AclErrors;
-import dev.handoff.outbox.internal.LuaScript;
+import dev.handoff.core.internal.AclErrors;
+import dev.handoff.core.internal.LuaScript;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;

@@ -1,10 +1,10 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.admin.TrimReport;
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.internal.AclErrors;
-import dev.handoff.outbox.internal.StreamId;
-import dev.handoff.outbox.internal.StreamTrimScript;
+import dev.handoff.core.StreamFormat;
+import dev.handoff.core.internal.AclErrors;
+import dev.handoff.core.internal.StreamId;
+import dev.handoff.core.internal.StreamTrimScript;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Consumer;

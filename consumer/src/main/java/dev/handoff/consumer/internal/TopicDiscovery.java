@@ -1,6 +1,6 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.outbox.Transport;
+import dev.handoff.core.Transport;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

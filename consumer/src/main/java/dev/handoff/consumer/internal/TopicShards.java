@@ -1,7 +1,7 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerException;
-import dev.handoff.outbox.internal.AclErrors;
+import dev.handoff.core.internal.AclErrors;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.List;

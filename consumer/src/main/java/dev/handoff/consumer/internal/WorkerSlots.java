@@ -1,6 +1,6 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.outbox.Health;
+import dev.handoff.core.Health;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;

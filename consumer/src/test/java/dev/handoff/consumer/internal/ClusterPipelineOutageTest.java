@@ -3,7 +3,7 @@ package dev.handoff.consumer.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
-import dev.handoff.outbox.StreamFormat;
+import dev.handoff.core.StreamFormat;
 import dev.handoff.testing.RedisCluster;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -2,8 +2,8 @@ package dev.handoff.consumer.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.handoff.outbox.RedisAcl;
-import dev.handoff.outbox.internal.LuaScript;
+import dev.handoff.core.RedisAcl;
+import dev.handoff.core.internal.LuaScript;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 

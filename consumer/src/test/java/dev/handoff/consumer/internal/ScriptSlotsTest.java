@@ -5,10 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.handoff.consumer.admin.RewindPlan;
 import dev.handoff.consumer.admin.RewindTarget;
 import dev.handoff.consumer.admin.StreamAdmin;
-import dev.handoff.outbox.ListFormat;
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.StreamMessage;
-import dev.handoff.outbox.internal.LuaScript;
+import dev.handoff.core.ListFormat;
+import dev.handoff.core.StreamFormat;
+import dev.handoff.core.StreamMessage;
+import dev.handoff.core.internal.LuaScript;
 import dev.handoff.testing.RedisCluster;
 import java.io.IOException;
 import java.lang.reflect.Field;
@@ -43,7 +43,7 @@ import redis.clients.jedis.util.JedisClusterCRC16;
  * Every Lua script of the consumer module takes keys of one shard only, all in the Redis Cluster slot of the
  * shard's hash tag, and runs on the cluster node that owns that slot through the consumers' own call sites (no
  * CROSSSLOT, no MOVED). The list of scripts is checked against the module's classes and sources, so a new script
- * fails this test until it is added here. The outbox module's scripts have their own test.
+ * fails this test until it is added here. The relay's and core's scripts have their own test (the relay module's ScriptSlotsTest).
  */
 class ScriptSlotsTest {
 

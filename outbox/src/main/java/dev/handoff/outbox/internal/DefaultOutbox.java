@@ -1,15 +1,19 @@
 package dev.handoff.outbox.internal;
 
+import dev.handoff.core.CapacityPolicy;
+import dev.handoff.core.InvalidMessageException;
+import dev.handoff.core.ShardId;
+import dev.handoff.core.TopicConfig;
+import dev.handoff.core.internal.Json;
+import dev.handoff.core.internal.Notifications;
+import dev.handoff.core.internal.Shards;
+import dev.handoff.core.internal.TopicRegistry;
 import dev.handoff.outbox.AppendedMessage;
-import dev.handoff.outbox.CapacityPolicy;
-import dev.handoff.outbox.InvalidMessageException;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.OutboxConfig;
 import dev.handoff.outbox.OutboxFullException;
 import dev.handoff.outbox.OutboxWriteException;
-import dev.handoff.outbox.ShardId;
-import dev.handoff.outbox.TopicConfig;
 import java.nio.charset.StandardCharsets;
 import java.sql.Array;
 import java.sql.Connection;

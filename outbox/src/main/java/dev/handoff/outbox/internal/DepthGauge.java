@@ -1,5 +1,6 @@
 package dev.handoff.outbox.internal;
 
+import dev.handoff.core.internal.Statements;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -1,13 +1,13 @@
 package dev.handoff.ledger.bench;
 
 import dev.handoff.consumer.ConsumerListener;
+import dev.handoff.core.TopicConfig;
 import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.LedgerMigrations;
 import dev.handoff.ledger.LedgerServers;
 import dev.handoff.ledger.PaymentEvents;
 import dev.handoff.ledger.PaymentService;
 import dev.handoff.ledger.TimedLog;
-import dev.handoff.outbox.TopicConfig;
 import dev.handoff.relay.Relay;
 import java.io.PrintWriter;
 import java.time.Duration;

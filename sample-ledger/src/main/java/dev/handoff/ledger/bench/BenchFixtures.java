@@ -1,11 +1,11 @@
 package dev.handoff.ledger.bench;
 
+import dev.handoff.core.StreamFormat;
 import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.LedgerMigrations;
 import dev.handoff.ledger.PaymentEvents;
 import dev.handoff.ledger.Sql;
-import dev.handoff.outbox.StreamFormat;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

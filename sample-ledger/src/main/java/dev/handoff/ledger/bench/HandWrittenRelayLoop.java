@@ -1,8 +1,8 @@
 package dev.handoff.ledger.bench;
 
+import dev.handoff.core.StreamFormat;
+import dev.handoff.core.StreamMessage;
 import dev.handoff.ledger.PaymentEvents;
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.StreamMessage;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

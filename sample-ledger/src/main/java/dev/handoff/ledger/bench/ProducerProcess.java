@@ -2,9 +2,9 @@ package dev.handoff.ledger.bench;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.core.TopicConfig;
 import dev.handoff.ledger.PaymentEvents;
 import dev.handoff.ledger.PaymentService;
-import dev.handoff.outbox.TopicConfig;
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
 import java.io.InputStreamReader;

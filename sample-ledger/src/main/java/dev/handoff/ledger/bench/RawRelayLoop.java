@@ -1,7 +1,7 @@
 package dev.handoff.ledger.bench;
 
+import dev.handoff.core.StreamFormat;
 import dev.handoff.ledger.PaymentEvents;
-import dev.handoff.outbox.StreamFormat;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

@@ -1,8 +1,8 @@
 package dev.handoff.ledger.bench;
 
+import dev.handoff.core.StreamFormat;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.PaymentEvents;
-import dev.handoff.outbox.StreamFormat;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;

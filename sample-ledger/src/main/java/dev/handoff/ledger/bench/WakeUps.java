@@ -1,11 +1,11 @@
 package dev.handoff.ledger.bench;
 
+import dev.handoff.core.StreamFormat;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.LedgerServers;
 import dev.handoff.ledger.PaymentEvents;
 import dev.handoff.ledger.PaymentService;
 import dev.handoff.ledger.TimedLog;
-import dev.handoff.outbox.StreamFormat;
 import dev.handoff.relay.Relay;
 import java.time.Duration;
 import java.util.Arrays;

@@ -1,6 +1,7 @@
 package dev.handoff.ledger.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.cli.Connections;
 import dev.handoff.ledger.EmbeddedServers;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.bench.Bench;
@@ -8,7 +9,6 @@ import dev.handoff.ledger.bench.BenchReport;
 import dev.handoff.ledger.bench.Shape;
 import dev.handoff.ledger.bench.Soak;
 import dev.handoff.ledger.bench.SoakReport;
-import dev.handoff.cli.Connections;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;

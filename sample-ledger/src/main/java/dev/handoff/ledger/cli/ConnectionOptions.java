@@ -1,15 +1,15 @@
 package dev.handoff.ledger.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.cli.Connections;
+import dev.handoff.cli.RedisTlsOptions;
+import dev.handoff.core.RedisConnectionSpec;
+import dev.handoff.core.RedisUrl;
+import dev.handoff.core.StreamFormat;
+import dev.handoff.core.internal.SchemaNames;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.LedgerMigrations;
 import dev.handoff.migrations.HandoffMigrations;
-import dev.handoff.migrations.SchemaNames;
-import dev.handoff.outbox.RedisConnectionSpec;
-import dev.handoff.outbox.RedisUrl;
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.cli.Connections;
-import dev.handoff.cli.RedisTlsOptions;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;

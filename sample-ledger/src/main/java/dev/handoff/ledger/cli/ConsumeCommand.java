@@ -1,13 +1,13 @@
 package dev.handoff.ledger.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.cli.Signals;
 import dev.handoff.consumer.internal.ConsumerNames;
+import dev.handoff.core.Transport;
 import dev.handoff.ledger.ConsumerCounters;
 import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.NaiveConsumer;
-import dev.handoff.outbox.Transport;
-import dev.handoff.cli.Signals;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;

@@ -2,13 +2,13 @@ package dev.handoff.ledger.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.cli.Connections;
+import dev.handoff.core.RedisConnectionSpec;
+import dev.handoff.core.StreamFormat;
 import dev.handoff.ledger.Demo;
 import dev.handoff.ledger.EmbeddedServers;
 import dev.handoff.ledger.LedgerMigrations;
 import dev.handoff.ledger.LedgerServers;
 import dev.handoff.migrations.HandoffMigrations;
-import dev.handoff.outbox.RedisConnectionSpec;
-import dev.handoff.outbox.StreamFormat;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.concurrent.Callable;

@@ -2,9 +2,9 @@ package dev.handoff.ledger.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.cli.Signals;
+import dev.handoff.core.Transport;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.PaymentEvents;
-import dev.handoff.outbox.Transport;
 import dev.handoff.relay.Relay;
 import dev.handoff.relay.RelayBuilder;
 import java.time.Duration;

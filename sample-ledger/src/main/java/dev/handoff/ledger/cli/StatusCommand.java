@@ -2,10 +2,10 @@ package dev.handoff.ledger.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.cli.Json;
+import dev.handoff.core.Transport;
 import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.LedgerServers;
 import dev.handoff.ledger.LedgerStatus;
-import dev.handoff.outbox.Transport;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;

@@ -1,7 +1,7 @@
 package dev.handoff.ledger.cli;
 
+import dev.handoff.core.Transport;
 import dev.handoff.ledger.LedgerException;
-import dev.handoff.outbox.Transport;
 import java.util.Locale;
 
 /** Reads {@code --transport} (or {@code HANDOFF_TRANSPORT}): {@code stream} or {@code list}. */

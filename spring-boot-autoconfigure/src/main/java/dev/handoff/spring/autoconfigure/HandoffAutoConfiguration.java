@@ -1,9 +1,9 @@
 package dev.handoff.spring.autoconfigure;
 
+import dev.handoff.core.TopicConfig;
 import dev.handoff.migrations.HandoffGrants;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.outbox.OutboxBuilder;
-import dev.handoff.outbox.TopicConfig;
 import dev.handoff.spring.HandoffProperties;
 import dev.handoff.spring.HandoffStartupException;
 import dev.handoff.spring.TransactionalOutbox;

@@ -3,7 +3,7 @@ package dev.handoff.spring.autoconfigure;
 import dev.handoff.consumer.ConsumerStatus;
 import dev.handoff.consumer.GroupStatus;
 import dev.handoff.consumer.HandoffConsumer;
-import dev.handoff.outbox.Health;
+import dev.handoff.core.Health;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;

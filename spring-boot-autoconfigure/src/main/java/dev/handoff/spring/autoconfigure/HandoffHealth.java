@@ -1,6 +1,6 @@
 package dev.handoff.spring.autoconfigure;
 
-import dev.handoff.outbox.Health;
+import dev.handoff.core.Health;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;

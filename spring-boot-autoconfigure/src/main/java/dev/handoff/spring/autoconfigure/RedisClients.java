@@ -1,6 +1,6 @@
 package dev.handoff.spring.autoconfigure;
 
-import dev.handoff.outbox.RedisConnectionSpec;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.spring.HandoffProperties;
 import dev.handoff.spring.HandoffStartupException;
 import java.util.ArrayList;

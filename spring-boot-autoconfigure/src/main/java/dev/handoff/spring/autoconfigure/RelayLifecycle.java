@@ -1,8 +1,8 @@
 package dev.handoff.spring.autoconfigure;
 
-import dev.handoff.outbox.Health;
-import dev.handoff.outbox.RedisConnectionSpec;
-import dev.handoff.outbox.TopicConfig;
+import dev.handoff.core.Health;
+import dev.handoff.core.RedisConnectionSpec;
+import dev.handoff.core.TopicConfig;
 import dev.handoff.relay.Relay;
 import dev.handoff.relay.RelayBuilder;
 import dev.handoff.spring.HandoffProperties;

@@ -11,7 +11,7 @@ import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.MessageHandler;
 import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.internal.Collaborators;
-import dev.handoff.outbox.internal.MetricsRefresher;
+import dev.handoff.core.internal.MetricsRefresher;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;

@@ -2,12 +2,12 @@ package dev.handoff.examples.orders;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.consumer.InboundMessage;
-import dev.handoff.consumer.testkit.ConsumerTestKit;
-import dev.handoff.outbox.StreamFormat;
+import dev.handoff.core.StreamFormat;
 import dev.handoff.spring.HandoffListener;
 import dev.handoff.testing.TestServers;
-import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.testkit.ConsumerTestKit;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;

@@ -7,10 +7,10 @@ import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.HandoffConsumer;
 import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.consumer.admin.DeadLetterSelection;
-import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.outbox.Message;
 import dev.handoff.spring.HandoffConsumers;
 import dev.handoff.spring.TransactionalOutbox;
+import dev.handoff.testkit.ConsumerTestKit;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -91,7 +91,7 @@ class HandlerStylesTest {
     DeadLetterAdmin admin = DeadLetterAdmin.builder(dataSource).schema(SCHEMA + "_handoff").build();
     for (String group : StyleListeners.STYLES) {
       assertThat(admin.requestRetry(group, DeadLetterSelection.all()).requested()).isEqualTo(1);
-      assertThat(ConsumerTestKit.runRequestedRetriesNow(consumer("styles", group))).isEqualTo(1);
+      assertThat(consumer("styles", group).maintainOnce()).isEqualTo(1);
       assertThat(effects(group, "o-1")).as("effects after the retry in %s", group).isEqualTo(1);
       assertThat(consumer("styles", group).deadLetters(10)).extracting(DeadLetter::status).containsExactly("retried");
     }

@@ -4,11 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.migrations.HandoffGrants;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.spring.HandoffStartupException;
 import dev.handoff.testing.TestServers;
+import dev.handoff.testkit.ConsumerTestKit;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -5,12 +5,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.handoff.consumer.ConsumerBuilder;
 import dev.handoff.consumer.StreamConsumerBuilder;
+import dev.handoff.core.RedisConnectionSpec;
+import dev.handoff.core.StreamFormat;
+import dev.handoff.core.TopicConfig;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
-import dev.handoff.outbox.RedisConnectionSpec;
-import dev.handoff.outbox.StreamFormat;
-import dev.handoff.outbox.TopicConfig;
 import dev.handoff.relay.RelayBuilder;
 import dev.handoff.spring.HandoffProperties;
 import dev.handoff.spring.TransactionalOutbox;

@@ -1,8 +1,8 @@
 package dev.handoff.examples.orders;
 
 import dev.handoff.consumer.InboundMessage;
-import dev.handoff.consumer.testkit.ConsumerTestKit;
 import dev.handoff.spring.HandoffListener;
+import dev.handoff.testkit.ConsumerTestKit;
 import jakarta.persistence.EntityManager;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

@@ -1,0 +1,315 @@
+package dev.handoff.relay.internal;
+
+import dev.handoff.core.ShardId;
+import dev.handoff.core.internal.StreamId;
+import dev.handoff.relay.Relay;
+import dev.handoff.relay.RelayConfig;
+import dev.handoff.relay.RelayListener;
+import dev.handoff.relay.internal.RedisTransport.EntryStatus;
+import dev.handoff.relay.internal.RedisTransport.PublishResult;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.function.BiConsumer;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The database side of a batch Redis accepted: its mark (fenced by the lease epoch), the re-queue of what Redis
+ * refused, and, once the mark committed, the relay's counters and listener calls.
+ *
+ * <p>The batches a busy cycle wrote are <em>held</em> here, unmarked, and marked by the next cycle's transaction
+ * before it assigns: one commit per cycle instead of two. A held batch is still its shard's pending batch in the
+ * lease row, so a crash or a failure before that commit is what it always was: the batch is sent again with its IDs
+ * and found in the stream. At most one batch per shard is ever unconfirmed, because a shard's next batch is assigned
+ * in the transaction that marks the previous one. Whatever else looks at a shard's pending batch or its published
+ * rows (a loss check, a re-send, a release, maintenance) {@link #flush}es first, so it sees what an immediate mark
+ * would have left. Confined to the relay's work lock; not thread-safe.
+ */
+final class BatchMarks {
+
+  private static final Logger log = LoggerFactory.getLogger(Relay.class);
+
+  /** A pending batch Redis accepted, not yet recorded in the database. */
+  record Written(OwnedShard shard, List<OutboxRow> rows, PublishResult result) {}
+
+  /**
+   * What a mark wrote, for {@link #apply} once its transaction committed: {@code addedBefore} is the database's count
+   * of entries added before the mark, and {@code rewindReported} whether the mark already reported a rewind.
+   */
+  record Recorded(OwnedShard shard, int marked, long entriesAdded, long oldestCreated, int alreadyPresent,
+      long addedBefore, boolean rewindReported) {}
+
+  private final RelayConfig config;
+  private final RelayListener listener;
+  private final RedisTransport streams;
+  private final LeaseQueries leases;
+  private final OutboxQueries outbox;
+  private final BiConsumer<OwnedShard, String> lostHandler;
+  private final Consumer<Runnable> notifier;
+  private final DatabaseRewinds rewinds;
+  private List<Written> held = new ArrayList<>();
+
+  BatchMarks(RelayConfig config, RelayCollaborators collaborators, RedisTransport streams, LeaseQueries leases,
+      OutboxQueries outbox, BiConsumer<OwnedShard, String> lostHandler, Consumer<Runnable> notifier,
+      DatabaseRewinds rewinds) {
+    this.rewinds = rewinds;
+    this.config = config;
+    this.listener = collaborators.listener();
+    this.streams = streams;
+    this.leases = leases;
+    this.outbox = outbox;
+    this.lostHandler = lostHandler;
+    this.notifier = notifier;
+  }
+
+  /** Keeps a cycle's written batches for the next cycle's transaction to mark. */
+  void hold(List<Written> written) {
+    held.addAll(written);
+  }
+
+  /** Whether written batches wait for their mark. */
+  boolean holding() {
+    return !held.isEmpty();
+  }
+
+  /**
+   * Hands the held batches over to a transaction that marks them, in shard order. Should that transaction fail, its
+   * caller sets {@code checkAssigned} on their shards: they are pending batches again, to be sent with their IDs.
+   */
+  List<Written> takeHeld() {
+    List<Written> out = held;
+    held = new ArrayList<>();
+    out.sort(Comparator.comparing(w -> w.shard().id));
+    return out;
+  }
+
+  /**
+   * Forgets the held batches after a failure: nothing is known of the cycle that failed, and each stays its shard's
+   * pending batch, sent again (and found) once {@code checkAssigned} brings it up.
+   */
+  void forget() {
+    held.forEach(w -> w.shard().checkAssigned = true);
+    held = new ArrayList<>();
+  }
+
+  /** Marks what is held now, in one transaction. */
+  int flush(Connection c) throws SQLException {
+    return held.isEmpty() ? 0 : markAll(c, takeHeld());
+  }
+
+  /**
+   * Marks every batch Redis accepted, in one transaction, sent as one round trip unless Redis refused rows of one of
+   * them; the effects follow its commit.
+   */
+  int markAll(Connection c, List<Written> written) throws SQLException {
+    if (written.isEmpty()) {
+      return 0;
+    }
+    written.sort(Comparator.comparing(w -> w.shard().id));
+    List<Recorded> recorded;
+    try {
+      RoundTrip trip = new RoundTrip();
+      List<RoundTrip.Result<Recorded>> results = new ArrayList<>(written.size());
+      for (Written w : written) {
+        RoundTrip.Part<Recorded> part = markPart(w);
+        if (part == null) {
+          trip = null;
+          break;
+        }
+        results.add(trip.add(part));
+      }
+      if (trip != null) {
+        trip.run(c);
+        recorded = results.stream().map(RoundTrip.Result::get).toList();
+      } else {
+        recorded = Transactions.inOne(c, () -> {
+          List<Recorded> out = new ArrayList<>(written.size());
+          for (Written w : written) {
+            out.add(record(c, w, true));
+          }
+          return out;
+        });
+      }
+    } catch (SQLException | RuntimeException | Error e) {
+      written.forEach(w -> w.shard().checkAssigned = true);
+      throw e;
+    }
+    return applyAll(recorded);
+  }
+
+  /** {@link #apply} for each; the number of rows marked. */
+  int applyAll(List<Recorded> recorded) {
+    int marked = 0;
+    for (Recorded r : recorded) {
+      marked += apply(r);
+    }
+    return marked;
+  }
+
+  /**
+   * Rows sent again with their stream IDs after Redis lost data (not a pending batch) that the stream no longer holds,
+   * below its oldest entry: the copy had them, and a trim removed them after every group had finished them, between
+   * the loss check and this write. They were delivered: they count as published, since adding them again under fresh
+   * IDs would put their messages in the stream twice.
+   */
+  private Sorted trimmedAfterDelivery(OwnedShard o, Written w, Sorted s) {
+    StreamId floor = streams.survivingFloor(o.streamKey, o.relayKey);
+    List<OutboxRow> present = new ArrayList<>(s.present());
+    List<OutboxRow> refused = new ArrayList<>();
+    for (int i = 0; i < w.rows().size(); i++) {
+      OutboxRow row = w.rows().get(i);
+      if (!s.refused().contains(row)) {
+        continue;
+      }
+      if (w.result().statuses().get(i) == EntryStatus.REFUSED_ABSENT && row.streamId().compareTo(floor) < 0) {
+        present.add(row);
+      } else {
+        refused.add(row);
+      }
+    }
+    if (present.size() > s.present().size()) {
+      log.info("relay {}: {} of the rows sent again to {} after its loss were trimmed meanwhile, every group having"
+          + " finished them: they count as published, not added again", config.owner(),
+          present.size() - s.present().size(), o.streamKey);
+    }
+    return new Sorted(present, refused, s.oldestCreated(), s.alreadyPresent(), s.heldByOther());
+  }
+
+  /** What Redis did with a written batch's rows. */
+  private record Sorted(List<OutboxRow> present, List<OutboxRow> refused, long oldestCreated, int alreadyPresent,
+      int heldByOther) {}
+
+  private static Sorted sort(Written w) {
+    List<OutboxRow> chunk = w.rows();
+    List<OutboxRow> present = new ArrayList<>(chunk.size());
+    List<OutboxRow> refused = new ArrayList<>();
+    long oldestCreated = Long.MAX_VALUE;
+    int alreadyPresent = 0;
+    int heldByOther = 0;
+    for (int i = 0; i < chunk.size(); i++) {
+      OutboxRow row = chunk.get(i);
+      EntryStatus status = w.result().statuses().get(i);
+      if (status == EntryStatus.ALREADY_PRESENT) {
+        alreadyPresent++;
+      } else if (status == EntryStatus.PRESENT_WITH_OTHER_MESSAGE) {
+        heldByOther++;
+      }
+      if (status == EntryStatus.ADDED || status == EntryStatus.ALREADY_PRESENT) {
+        present.add(row);
+        oldestCreated = Math.min(oldestCreated, row.createdAt().toEpochMilli());
+      } else if (status == EntryStatus.NOT_SENT) {
+        // Not written (the list is full). A pending batch is cleared below, so these rows lose their IDs and are
+        // assigned again (in id order, ahead of anything newer); re-published rows keep theirs and wait.
+        continue;
+      } else {
+        refused.add(row);
+      }
+    }
+    return new Sorted(present, refused, oldestCreated, alreadyPresent, heldByOther);
+  }
+
+  /** The database side of a confirmation: the mark, and the re-queueing of what Redis refused. */
+  Recorded record(Connection c, Written w, boolean endsBatch) throws SQLException {
+    OwnedShard o = w.shard();
+    Sorted s = sort(w);
+    if (!endsBatch && !s.refused().isEmpty()) {
+      s = trimmedAfterDelivery(o, w, s);
+    }
+    OutboxQueries.Mark mark = outbox.markPublished(c, o.id, config.owner(), o.epoch, s.present(),
+        w.result().entriesAdded(), endsBatch);
+    boolean rewound = false;
+    if (mark.marked() >= 0 && !s.refused().isEmpty()) {
+      rewound = reassign(c, o, s, w.result(), mark.addedBefore());
+    }
+    return new Recorded(o, mark.marked(), w.result().entriesAdded(), s.oldestCreated(), s.alreadyPresent(),
+        mark.addedBefore(), rewound);
+  }
+
+  /**
+   * The mark of a written batch (ending it) as one statement of a {@link RoundTrip}, or null when Redis refused
+   * some of its rows: their re-queueing depends on the mark's outcome and needs {@link #record}.
+   */
+  RoundTrip.Part<Recorded> markPart(Written w) {
+    OwnedShard o = w.shard();
+    Sorted s = sort(w);
+    if (!s.refused().isEmpty()) {
+      return null;
+    }
+    RoundTrip.Part<OutboxQueries.Mark> mark = outbox.markPart(o.id, config.owner(), o.epoch, s.present(),
+        w.result().entriesAdded(), true);
+    return new RoundTrip.Part<>(mark.sql(), mark.binder(), rs -> {
+      OutboxQueries.Mark m = mark.reader().read(rs);
+      return new Recorded(o, m.marked(), w.result().entriesAdded(), s.oldestCreated(), s.alreadyPresent(),
+          m.addedBefore(), false);
+    });
+  }
+
+  /** The relay's side of a committed confirmation: its counters and the listener. */
+  int apply(Recorded r) {
+    OwnedShard o = r.shard();
+    if (r.marked() < 0) {
+      lostHandler.accept(o, "its lease was taken over while it published (the entries it added are in the stream"
+          + " and count)");
+      return 0;
+    }
+    // This relay recorded confirmedAdded under this lease, and only it writes the count: a database that counts
+    // fewer lost this relay's own commits, as a failover to a standby that had not received them does. A relay that
+    // went on through the failover meets it here, at its first mark on the new primary, before the mark's count
+    // covers it up.
+    if (!r.rewindReported() && r.addedBefore() >= 0 && r.addedBefore() < o.confirmedAdded) {
+      rewinds.check(o.id, o.streamKey, o.confirmedAdded, r.addedBefore(), 0, "recording a batch", notifier);
+    }
+    o.confirmedAdded = Math.max(o.confirmedAdded, r.entriesAdded());
+    o.sinceTrim += r.marked();
+    if (r.marked() > 0) {
+      notifier.accept(() -> listener.published(o.id, r.marked(), r.oldestCreated()));
+    }
+    if (r.alreadyPresent() > 0) {
+      notifier.accept(() -> listener.alreadyPresent(o.id, r.alreadyPresent()));
+    }
+    return r.marked();
+  }
+
+  /**
+   * Gives fresh IDs above the stream's top to rows whose IDs Redis refused, and says why, in one of three lines: the
+   * database went back in time (Redis counts more entries added by the relays than the database recorded before
+   * this batch), another message holds the ID (another writer used this stream's IDs), or the ID is absent below the
+   * top (trimmed, if below the oldest entry; otherwise another writer raised the top or deleted entries).
+   */
+  private boolean reassign(Connection c, OwnedShard o, Sorted s, PublishResult result, long recordedBefore)
+      throws SQLException {
+    List<OutboxRow> refused = s.refused();
+    long[] ids = refused.stream().mapToLong(OutboxRow::id).toArray();
+    StreamId top = streams.lastGeneratedId(o.streamKey, o.relayKey);
+    long addedNow = result.statuses().stream().filter(st -> st == EntryStatus.ADDED).count();
+    String head = "stream " + o.streamKey + " refused " + refused.size() + " entries (first outbox id " + ids[0]
+        + ", stream id " + refused.get(0).streamId() + ")";
+    String detail;
+    boolean rewound = rewinds.check(o.id, o.streamKey, result.entriesAdded() - addedNow, recordedBefore,
+        s.alreadyPresent(), "publishing", notifier);
+    if (rewound) {
+      detail = head + ": the database went back in time and handed out again IDs the stream holds; its top is "
+          + top + ". The rows get fresh IDs.";
+    } else if (s.heldByOther() > 0) {
+      detail = head + ": another message holds their IDs in the stream, and the database does not know it: another"
+          + " writer adds entries with this stream's IDs; its top is " + top + ". The rows get fresh IDs.";
+    } else if (refused.get(refused.size() - 1).streamId().compareTo(streams.survivingFloor(o.streamKey, o.relayKey))
+        < 0) {
+      detail = head + " that it does not hold, below its oldest entry: those IDs were trimmed; its top is " + top
+          + ". The rows get fresh IDs.";
+    } else {
+      detail = head + " that it does not hold, below its top " + top + ": something else writes this stream (it"
+          + " raised the top, or deleted entries). The rows get fresh IDs.";
+    }
+    log.error("relay {}: {}", config.owner(), detail);
+    leases.raiseLastAssigned(c, o.id, config.owner(), o.epoch, top);
+    outbox.unassign(c, o.id, config.owner(), o.epoch, ids);
+    ShardId shard = o.id;
+    notifier.accept(() -> listener.anomaly(shard, refused.size(), detail));
+    return rewound;
+  }
+}

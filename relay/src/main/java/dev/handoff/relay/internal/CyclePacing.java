@@ -1,0 +1,61 @@
+package dev.handoff.relay.internal;
+
+import java.time.Duration;
+
+/**
+ * How long the relay's loop waits between cycles when the last one left nothing it knows of: 5 ms after a busy
+ * cycle, doubling up to the idle poll interval while quiet, or up to {@value #HEARING_POLL_FACTOR} times that while
+ * the relay sleeps (every append to its shards notifies it, and no owned shard has rows waiting for room). A
+ * notification cuts any wait short.
+ * Confined to the relay's thread.
+ */
+final class CyclePacing {
+
+  /**
+   * The wait after a cycle that found rows: nothing announces new ones while the relay is awake, so it looks again
+   * this soon, and the batches it wrote are marked by that next cycle's transaction, with its assignment.
+   */
+  static final long BUSY_MILLIS = 5;
+
+  /**
+   * While the relay sleeps, every append wakes it, and the idle poll is a safety net (rows written by something
+   * other than handoff, a LISTEN connection that died without a word): looking 10 times less often takes an idle
+   * relay's database cost below 2 transactions a second whatever it owns, and such a row waits at most 10 idle
+   * poll intervals.
+   */
+  static final int HEARING_POLL_FACTOR = 10;
+
+  /**
+   * How long a relay that hears notifications polls after its last rows before it sleeps (asks appends to notify
+   * it): the waits 5, 10 and 20 ms lie behind it. Shorter, and a steady trickle of rows would make most appends
+   * notify; longer, and a relay that just emptied its shards polls for nothing.
+   */
+  static final long SLEEP_AFTER_MILLIS = 40;
+
+  private final long idlePollMillis;
+  private long idleMillis;
+
+  CyclePacing(Duration idlePollInterval) {
+    this.idlePollMillis = idlePollInterval.toMillis();
+  }
+
+  /** The last cycle may have left work behind: the next one starts at once, and the next wait is short again. */
+  void busy() {
+    idleMillis = 0;
+  }
+
+  /**
+   * The wait before the next cycle. {@code holdsMarks}: batches wait for the next cycle's transaction to mark them,
+   * which comes after the shortest wait; {@code notified}: the relay sleeps, so that every append to its shards
+   * notifies it, and no owned shard has rows it could not take (a full list frees room without a notification).
+   */
+  long nextWaitMillis(boolean holdsMarks, boolean notified) {
+    long cap = notified ? idlePollMillis * HEARING_POLL_FACTOR : idlePollMillis;
+    if (holdsMarks) {
+      idleMillis = 0;
+      return Math.min(BUSY_MILLIS, idlePollMillis);
+    }
+    idleMillis = idleMillis == 0 ? BUSY_MILLIS : Math.min(cap, idleMillis * 2);
+    return idleMillis;
+  }
+}

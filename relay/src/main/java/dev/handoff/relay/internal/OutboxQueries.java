@@ -1,0 +1,389 @@
+package dev.handoff.relay.internal;
+
+import dev.handoff.core.ShardId;
+import dev.handoff.core.internal.Statements;
+import dev.handoff.core.internal.StreamId;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+
+/**
+ * The relay's SQL on the {@code outbox} table and the batch it keeps in {@code relay_lease}. Every write is fenced
+ * by the lease epoch.
+ *
+ * <p>A row goes through: unassigned (no stream ID) → member of the shard's pending batch, whose stream IDs are
+ * recorded in the lease row before anything is sent → published (its stream ID and publication time on the row).
+ * After Redis lost data, published rows above the watermark become unpublished again while keeping their stream
+ * IDs ("assigned"), and are sent again with those IDs.
+ */
+final class OutboxQueries {
+
+  private final String assign;
+  private final String pendingBatch;
+  private final String assigned;
+  private final String markPublished;
+  private final String unassign;
+  private final String republish;
+  private final String purgeRange;
+  private final String firstIdFrom;
+  private final String purgeLag;
+
+  OutboxQueries(String schema) {
+    String outbox = schema + ".outbox";
+    String lease = schema + ".relay_lease";
+    String fence = "SELECT 1 FROM " + lease + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ?";
+    assign = assignSql(outbox, lease);
+    pendingBatch = "SELECT l.batch_ids IS NOT NULL, o.id, o.message_id, o.message_key, o.type, o.payload,"
+        + " o.headers::text, o.created_at, l.batch_ms, l.batch_seq + b.ord - 1"
+        + " FROM " + lease + " l"
+        + " LEFT JOIN LATERAL unnest(l.batch_ids) WITH ORDINALITY AS b(id, ord) ON true"
+        + " LEFT JOIN " + outbox + " o ON o.id = b.id AND o.published_at IS NULL"
+        + " WHERE l.topic = ? AND l.shard = ? ORDER BY b.ord";
+    assigned = "SELECT true, id, message_id, message_key, type, payload, headers::text, created_at, stream_ms,"
+        + " stream_seq FROM " + outbox
+        + " WHERE topic = ? AND shard = ? AND published_at IS NULL AND stream_ms IS NOT NULL"
+        + " ORDER BY stream_ms, stream_seq LIMIT ?";
+    // The count before this mark comes back with it: lower than what this relay last recorded, and the database lost
+    // its own records (BatchMarks). A plain read: every part of the statement sees the row as it was before it (a
+    // locking read would see none, the update having changed it), and only the lease's owner writes the count.
+    markPublished = "WITH before AS (SELECT entries_added FROM " + lease
+        + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ?),"
+        + " lease AS (UPDATE " + lease + " SET entries_added = GREATEST(entries_added, ?),"
+        + " batch_ids = CASE WHEN ? THEN NULL ELSE batch_ids END,"
+        + " batch_ms = CASE WHEN ? THEN NULL ELSE batch_ms END,"
+        + " batch_seq = CASE WHEN ? THEN NULL ELSE batch_seq END, updated_at = now()"
+        + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? RETURNING 1),"
+        + " done AS (UPDATE " + outbox + " o SET published_at = now(), stream_ms = t.ms, stream_seq = t.seq"
+        + " FROM (SELECT u.ms, u.seq, x.tid FROM unnest(?::bigint[], ?::bigint[], ?::bigint[]) AS u(id, ms, seq)"
+        + " CROSS JOIN LATERAL (" + unpublishedRow(outbox) + ") x) t"
+        + " WHERE o.ctid = t.tid AND EXISTS (SELECT 1 FROM lease) RETURNING 1)"
+        + " SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM done), (SELECT entries_added FROM before)";
+    unassign = "UPDATE " + outbox + " o SET stream_ms = NULL, stream_seq = NULL"
+        + " FROM (SELECT x.tid FROM unnest(?::bigint[]) AS u(id) CROSS JOIN LATERAL (" + unpublishedRow(outbox)
+        + ") x) t WHERE o.ctid = t.tid AND EXISTS (" + fence + ")";
+    // After Redis lost a stream: everything at or above the watermark (what some group may not have finished)
+    // becomes unpublished again, keeping its stream ID, and Redis's count of added entries starts over.
+    republish = "WITH lease AS ("
+        + " UPDATE " + lease + " SET entries_added = 0, updated_at = now()"
+        + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? RETURNING watermark_ms, watermark_seq)"
+        + " UPDATE " + outbox + " o SET published_at = NULL FROM lease"
+        + " WHERE o.topic = ? AND o.shard = ? AND o.published_at IS NOT NULL"
+        + " AND (o.stream_ms, o.stream_seq) >= (lease.watermark_ms, lease.watermark_seq)"
+        + " AND (o.stream_ms, o.stream_seq) >= (?, ?)";
+    // One bounded range of the primary key per statement: the rows of [from, to) of the relay's topics, the ones
+    // published before the cut deleted and recorded in the purge log in the same statement (no crash can separate
+    // the two). A walk along id ranges stays bounded whatever the table holds; a statement that looked for rows
+    // past retention with a filter and a LIMIT would read the whole table each time fewer than LIMIT were left.
+    String cut = "clock_timestamp() - make_interval(secs => ?)";
+    purgeRange = "WITH r AS (SELECT id, created_at, published_at FROM " + outbox
+        + " WHERE id >= ? AND id < ? AND topic = ANY(?)),"
+        // The ids as one array, not IN (subquery): a semi join leaves the outbox's side to the statistics, and a
+        // plan that reads the whole table and hashes it was seen (OutboxQueriesPlanTest).
+        + " gone AS (DELETE FROM " + outbox + " o WHERE o.id = ANY (ARRAY(SELECT id FROM r WHERE published_at < "
+        + cut + "))"
+        + " RETURNING o.topic, o.id, o.created_at),"
+        + " logged AS (INSERT INTO " + schema + ".outbox_purged (topic, first_id, last_id, first_created_at,"
+        + " last_created_at, rows) SELECT topic, min(id), max(id), min(created_at), max(created_at), count(*)"
+        + " FROM gone GROUP BY topic RETURNING rows)"
+        + " SELECT (SELECT coalesce(sum(rows), 0) FROM logged), (SELECT count(*) FROM r),"
+        + " (SELECT count(*) FROM r WHERE created_at < " + cut + ")";
+    firstIdFrom = "SELECT id FROM " + outbox + " WHERE id >= ? AND topic = ANY(?) ORDER BY id LIMIT 1";
+    // Bounded: the next rows from where the purge stopped, which is where rows past retention wait.
+    purgeLag = "SELECT count(*) FILTER (WHERE published_at < " + cut + "),"
+        + " coalesce(extract(epoch FROM clock_timestamp() - min(published_at) FILTER (WHERE published_at < " + cut
+        + ")) * 1000, 0), count(*) FROM (SELECT published_at FROM " + outbox
+        + " WHERE id >= ? AND topic = ANY(?) ORDER BY id LIMIT ?) p";
+  }
+
+  /**
+   * The one row with id {@code u.id} of the shard, if still unpublished: a lookup by the whole key of the
+   * unpublished index, one per id. Statements that touch a batch of rows by id go through it (and then by ctid)
+   * rather than joining the outbox to the ids, because a join leaves the plan to the statistics: in steady state
+   * they say almost no row is unpublished, the planner then reads the whole unpublished index (hash join) or
+   * rescans the ids for every row (nested loop), and each batch costs O(backlog) exactly when a backlog builds up.
+   * A LATERAL subquery with LIMIT cannot be flattened, so every plan is one bounded lookup per id.
+   */
+  private static String unpublishedRow(String outbox) {
+    return "SELECT i.ctid AS tid FROM " + outbox + " i WHERE i.topic = ? AND i.shard = ? AND i.id = u.id"
+        + " AND i.published_at IS NULL LIMIT 1";
+  }
+
+  /** The statement {@link #purgeRange} runs; its plan is checked by a test. */
+  String purgeRangeSql() {
+    return purgeRange;
+  }
+
+  /** The statement {@link #markPublished} runs; its plan is checked by a test. */
+  String markPublishedSql() {
+    return markPublished;
+  }
+
+  /**
+   * The assignment statement. It always starts at the shard's lowest unassigned row, and so walks over the index
+   * entries of rows published since the last vacuum (cheap once the first scan marked them dead). Starting past
+   * the last batch instead would skip a row that commits late with a lower id and let its key's later
+   * transaction overtake it (RelayExactlyOnceTest has the case).
+   */
+  private static String assignSql(String outbox, String lease) {
+    // One statement, one round trip: check the lease (and lock its row, so that a takeover waits for this to
+    // commit), take the next unassigned rows in id order up to a count and a payload size, and record them as the
+    // pending batch with consecutive stream IDs above the last one assigned. The rows themselves are not written.
+    return "WITH lease AS ("
+        + " SELECT last_ms, last_seq, batch_ids IS NOT NULL AS busy,"
+        + " GREATEST(last_ms, (extract(epoch FROM clock_timestamp()) * 1000)::bigint) AS ms"
+        + " FROM " + lease
+        + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? AND expires_at > clock_timestamp()"
+        + " FOR UPDATE),"
+        + " base AS (SELECT ms, CASE WHEN ms = last_ms THEN last_seq ELSE -1 END AS seq FROM lease WHERE NOT busy),"
+        + " candidates AS ("
+        + " SELECT o.id, o.message_id, o.message_key, o.type, o.payload, o.headers::text AS headers, o.created_at,"
+        + " sum(octet_length(o.payload)) OVER (ORDER BY o.id) - octet_length(o.payload) AS bytes_before"
+        + " FROM (SELECT * FROM " + outbox
+        + " WHERE topic = ? AND shard = ? AND published_at IS NULL AND stream_ms IS NULL"
+        + " AND EXISTS (SELECT 1 FROM base) ORDER BY id LIMIT ?) o),"
+        + " picked AS (SELECT *, row_number() OVER (ORDER BY id) AS rn FROM candidates WHERE bytes_before < ?),"
+        + " moved AS ("
+        + " UPDATE " + lease + " l SET last_ms = base.ms, last_seq = base.seq + (SELECT count(*) FROM picked),"
+        + " batch_ids = (SELECT array_agg(id ORDER BY id) FROM picked), batch_ms = base.ms, batch_seq = base.seq + 1,"
+        + " updated_at = now()"
+        + " FROM base WHERE l.topic = ? AND l.shard = ? AND EXISTS (SELECT 1 FROM picked))"
+        + " SELECT (SELECT count(*) FROM lease) AS owned, p.id, p.message_id, p.message_key, p.type, p.payload,"
+        + " p.headers, p.created_at, b.ms, b.seq + p.rn"
+        + " FROM (SELECT 1) one LEFT JOIN (picked p CROSS JOIN base b) ON true ORDER BY p.id";
+  }
+
+  /** Rows on their way to the stream; {@code exists} says whether the lease row recorded a pending batch. */
+  record Batch(boolean exists, List<OutboxRow> rows) {}
+
+  /**
+   * Records the next batch: the shard's lowest unassigned rows, in id order. {@code exists} false means the lease
+   * no longer holds.
+   */
+  Batch assign(Connection c, ShardId shard, String owner, long epoch, int limit, int maxBytes)
+      throws SQLException {
+    return RoundTrip.one(c, assignPart(shard, owner, epoch, limit, maxBytes));
+  }
+
+  /** {@link #assign} as a statement of a {@link RoundTrip}. */
+  RoundTrip.Part<Batch> assignPart(ShardId shard, String owner, long epoch, int limit, int maxBytes) {
+    return new RoundTrip.Part<>(assign, (c, ps, first) -> {
+      int i = first;
+      ps.setString(i++, shard.topic());
+      ps.setInt(i++, shard.shard());
+      ps.setString(i++, owner);
+      ps.setLong(i++, epoch);
+      ps.setString(i++, shard.topic());
+      ps.setInt(i++, shard.shard());
+      ps.setInt(i++, limit);
+      ps.setLong(i++, maxBytes);
+      ps.setString(i++, shard.topic());
+      ps.setInt(i++, shard.shard());
+      return i;
+    }, rs -> read(rs, shard.topic()));
+  }
+
+  /** The shard's pending batch, without rows that are published already. */
+  Batch pendingBatch(Connection c, ShardId shard) throws SQLException {
+    try (PreparedStatement ps = prepare(c, pendingBatch)) {
+      ps.setString(1, shard.topic());
+      ps.setInt(2, shard.shard());
+      try (ResultSet rs = ps.executeQuery()) {
+        return read(rs, shard.topic());
+      }
+    }
+  }
+
+  /** Unpublished rows that keep a stream ID (re-published after Redis lost data), in stream ID order. */
+  List<OutboxRow> assigned(Connection c, ShardId shard, int limit) throws SQLException {
+    try (PreparedStatement ps = prepare(c, assigned)) {
+      ps.setString(1, shard.topic());
+      ps.setInt(2, shard.shard());
+      ps.setInt(3, limit);
+      try (ResultSet rs = ps.executeQuery()) {
+        return read(rs, shard.topic()).rows();
+      }
+    }
+  }
+
+  /**
+   * Marks rows published with their stream IDs, records Redis's count of added entries and, when {@code endsBatch},
+   * clears the pending batch; all fenced by the epoch. Returns the rows marked, or -1 when the lease was lost.
+   */
+  Mark markPublished(Connection c, ShardId shard, String owner, long epoch, List<OutboxRow> rows,
+      long entriesAdded, boolean endsBatch) throws SQLException {
+    return RoundTrip.one(c, markPart(shard, owner, epoch, rows, entriesAdded, endsBatch));
+  }
+
+  /**
+   * What a mark did.
+   *
+   * @param marked rows marked published, or -1 when the lease was not this relay's any more
+   * @param addedBefore the lease's count of entries added before the mark (-1 with the lease gone)
+   */
+  record Mark(int marked, long addedBefore) {}
+
+  /** {@link #markPublished} as a statement of a {@link RoundTrip}. */
+  RoundTrip.Part<Mark> markPart(ShardId shard, String owner, long epoch, List<OutboxRow> rows,
+      long entriesAdded, boolean endsBatch) {
+    Long[] ids = new Long[rows.size()];
+    Long[] ms = new Long[rows.size()];
+    Long[] seq = new Long[rows.size()];
+    for (int i = 0; i < ids.length; i++) {
+      OutboxRow row = rows.get(i);
+      ids[i] = row.id();
+      ms[i] = row.streamId().ms();
+      seq[i] = row.streamId().seq();
+    }
+    return new RoundTrip.Part<>(markPublished, (c, ps, first) -> {
+      int i = first;
+      ps.setString(i++, shard.topic());
+      ps.setInt(i++, shard.shard());
+      ps.setString(i++, owner);
+      ps.setLong(i++, epoch);
+      ps.setLong(i++, entriesAdded);
+      ps.setBoolean(i++, endsBatch);
+      ps.setBoolean(i++, endsBatch);
+      ps.setBoolean(i++, endsBatch);
+      ps.setString(i++, shard.topic());
+      ps.setInt(i++, shard.shard());
+      ps.setString(i++, owner);
+      ps.setLong(i++, epoch);
+      ps.setArray(i++, c.createArrayOf("bigint", ids));
+      ps.setArray(i++, c.createArrayOf("bigint", ms));
+      ps.setArray(i++, c.createArrayOf("bigint", seq));
+      ps.setString(i++, shard.topic());
+      ps.setInt(i++, shard.shard());
+      return i;
+    }, rs -> {
+      rs.next();
+      if (rs.getLong(1) == 0) {
+        return new Mark(-1, -1);
+      }
+      return new Mark(rs.getInt(2), rs.getLong(3));
+    });
+  }
+
+  /** Forgets the stream IDs of rows that Redis refused without holding them, so they get fresh ones. */
+  int unassign(Connection c, ShardId shard, String owner, long epoch, long[] ids) throws SQLException {
+    Long[] boxed = new Long[ids.length];
+    for (int i = 0; i < ids.length; i++) {
+      boxed[i] = ids[i];
+    }
+    try (PreparedStatement ps = prepare(c, unassign)) {
+      ps.setArray(1, c.createArrayOf("bigint", boxed));
+      ps.setString(2, shard.topic());
+      ps.setInt(3, shard.shard());
+      ps.setString(4, shard.topic());
+      ps.setInt(5, shard.shard());
+      ps.setString(6, owner);
+      ps.setLong(7, epoch);
+      return ps.executeUpdate();
+    }
+  }
+
+  long republish(Connection c, ShardId shard, String owner, long epoch, StreamId floor) throws SQLException {
+    try (PreparedStatement ps = prepare(c, republish)) {
+      ps.setString(1, shard.topic());
+      ps.setInt(2, shard.shard());
+      ps.setString(3, owner);
+      ps.setLong(4, epoch);
+      ps.setString(5, shard.topic());
+      ps.setInt(6, shard.shard());
+      ps.setLong(7, floor.ms());
+      ps.setLong(8, floor.seq());
+      return ps.executeUpdate();
+    }
+  }
+
+  /**
+   * What one purge statement did over an id range: rows deleted, rows of the relay's topics it found there, and how
+   * many of those were appended before the cut (the walk goes on while a range holds such rows).
+   */
+  record PurgedRange(int deleted, long rows, long appendedBeforeCut) {}
+
+  /** Deletes the rows of {@code [fromId, toId)} of {@code topics} published before {@code retention} ago. */
+  PurgedRange purgeRange(Connection c, Duration retention, String[] topics, long fromId, long toId)
+      throws SQLException {
+    try (PreparedStatement ps = prepare(c, purgeRange)) {
+      double secs = retention.toMillis() / 1000.0;
+      ps.setLong(1, fromId);
+      ps.setLong(2, toId);
+      ps.setArray(3, c.createArrayOf("text", topics));
+      ps.setDouble(4, secs);
+      ps.setDouble(5, secs);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return new PurgedRange(rs.getInt(1), rs.getLong(2), rs.getLong(3));
+      }
+    }
+  }
+
+  /** The lowest id at or above {@code fromId} of a row of {@code topics}, or -1 when there is none. */
+  long firstIdFrom(Connection c, String[] topics, long fromId) throws SQLException {
+    try (PreparedStatement ps = prepare(c, firstIdFrom)) {
+      ps.setLong(1, fromId);
+      ps.setArray(2, c.createArrayOf("text", topics));
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getLong(1) : -1;
+      }
+    }
+  }
+
+  /**
+   * Among the next {@code limit} rows of {@code topics} from {@code fromId}: how many were published before
+   * {@code retention} ago, how long ago the oldest of them was published (ms), and how many rows were looked at
+   * (fewer than {@code limit}: the count covers every row from {@code fromId} on).
+   */
+  long[] purgeLag(Connection c, Duration retention, String[] topics, long fromId, int limit) throws SQLException {
+    try (PreparedStatement ps = prepare(c, purgeLag)) {
+      double secs = retention.toMillis() / 1000.0;
+      ps.setDouble(1, secs);
+      ps.setDouble(2, secs);
+      ps.setLong(3, fromId);
+      ps.setArray(4, c.createArrayOf("text", topics));
+      ps.setInt(5, limit);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return new long[] {rs.getLong(1), (long) rs.getDouble(2), rs.getLong(3)};
+      }
+    }
+  }
+
+  /** Reads (flag, id, message_id, key, type, payload, headers, created_at, stream ms, stream seq) rows. */
+  private static Batch read(ResultSet rs, String topic) throws SQLException {
+    List<OutboxRow> rows = new ArrayList<>();
+    boolean exists = false;
+    while (rs.next()) {
+      exists = rs.getObject(1) instanceof Boolean b ? b : rs.getLong(1) > 0;
+      if (rs.getObject(2) != null) {
+        rows.add(new OutboxRow(
+            rs.getLong(2),
+            rs.getObject(3, UUID.class),
+            topic,
+            rs.getString(4),
+            rs.getString(5),
+            rs.getBytes(6),
+            rs.getString(7),
+            rs.getObject(8, OffsetDateTime.class).toInstant(),
+            new StreamId(rs.getLong(9), rs.getLong(10))));
+      }
+    }
+    return new Batch(exists, rows);
+  }
+
+  /**
+   * Every statement is the unnamed one ({@link Statements}), planned with its arguments at each execution: a generic
+   * plan cached while the outbox had no statistics yet (a fresh deployment, until autovacuum's first ANALYZE) was a
+   * sequential scan, kept while the table grew (a relay at 1,000 rows/s fell seconds behind within 15 s), and
+   * nothing may outlive the transaction behind a pooler in transaction mode.
+   */
+  private static PreparedStatement prepare(Connection c, String sql) throws SQLException {
+    return Statements.prepare(c, sql);
+  }
+}
