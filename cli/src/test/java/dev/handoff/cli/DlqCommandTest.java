@@ -95,7 +95,7 @@ class DlqCommandTest {
         ps.executeUpdate();
       }
     };
-    return StreamConsumer.builder(env.dataSource(), env.redisUri()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    return StreamConsumer.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(topic).group(group).handler(handler).maxDeliveries(1).block(Duration.ofMillis(100))
         .retryRequestInterval(Duration.ofMillis(50)).build();
   }

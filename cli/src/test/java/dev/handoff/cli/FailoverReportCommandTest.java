@@ -55,7 +55,7 @@ class FailoverReportCommandTest {
   }
 
   private void relayAll(String topic) {
-    try (Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic)).build()) {
       while (relay.relayOnce().published() > 0) {
         // until everything is published

@@ -133,7 +133,7 @@ class RepairCommandTest {
   }
 
   private dev.handoff.relay.RelayBuilder relay(String topic) {
-    return Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    return Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic));
   }
 

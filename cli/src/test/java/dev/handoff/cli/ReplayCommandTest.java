@@ -59,7 +59,7 @@ class ReplayCommandTest {
       }
       tx.commit();
     }
-    try (Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of("audit")).build()) {
       assertThat(relay.relayOnce().published()).isEqualTo(5); // a replay runs what was published
     }
@@ -75,7 +75,7 @@ class ReplayCommandTest {
     assertThat(open.exit()).isEqualTo(HandoffCommand.CHECK_FAILED);
     assertThat(open.out()).startsWith("replay " + id + " of topic audit for group auditors").contains(": not run yet");
 
-    try (StreamConsumer consumer = StreamConsumer.builder(env.dataSource(), env.redisUri()).schema(env.schema())
+    try (StreamConsumer consumer = StreamConsumer.builder(env.dataSource(), env.redisSpec()).schema(env.schema())
         .keyPrefix(env.keyPrefix()).topic(TopicConfig.of("audit")).group("auditors")
         .handler((tx, m) -> {
           try (PreparedStatement ps = tx.prepareStatement("INSERT INTO replayed (message_id) VALUES (?)")) {
@@ -103,12 +103,12 @@ class ReplayCommandTest {
       outbox.append(tx, Message.builder("orders", "order.placed").key("o1").payload("p").build());
       tx.commit();
     }
-    try (Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of("orders")).build()) {
       relay.relayOnce();
     }
     for (String group : List.of("shipping", "billing")) {
-      try (StreamConsumer c = StreamConsumer.builder(env.dataSource(), env.redisUri()).schema(env.schema())
+      try (StreamConsumer c = StreamConsumer.builder(env.dataSource(), env.redisSpec()).schema(env.schema())
           .keyPrefix(env.keyPrefix()).topic(TopicConfig.of("orders")).group(group).handler((tx, m) -> { })
           .build()) {
         c.pollOnce(); // the group exists in Redis

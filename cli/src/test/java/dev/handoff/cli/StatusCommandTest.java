@@ -59,9 +59,9 @@ class StatusCommandTest {
   void jsonStatusOfAUsersOwnTopicAndGroupHasExactDepthBacklogAndPending() throws Exception {
     append(20);
     int handled;
-    try (Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(ORDERS).build();
-        StreamConsumer billing = StreamConsumer.builder(env.dataSource(), env.redisUri()).schema(env.schema())
+        StreamConsumer billing = StreamConsumer.builder(env.dataSource(), env.redisSpec()).schema(env.schema())
             .keyPrefix(env.keyPrefix()).topic(ORDERS).group("billing").batchSize(3).handler((tx, m) -> { })
             .build()) {
       assertThat(relay.relayOnce().published()).isEqualTo(20);

@@ -6,6 +6,7 @@ import dev.handoff.consumer.internal.JooqHandlers;
 import dev.handoff.consumer.internal.RecordedShards;
 import dev.handoff.consumer.internal.SettleOptions;
 import dev.handoff.consumer.internal.micrometer.ConsumerMetrics;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.core.internal.MetricsRefresher;
@@ -14,14 +15,11 @@ import dev.handoff.core.internal.Statements;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.Collection;
-import java.util.LinkedHashSet;
 import java.util.Objects;
 import java.util.Set;
 import java.util.function.BiConsumer;
 import java.util.function.BiFunction;
 import javax.sql.DataSource;
-import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
 
@@ -47,8 +45,8 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
 
   final DataSource dataSource;
   final HostAndPort redis;
-  Set<HostAndPort> redisCluster = Set.of();
-  JedisClientConfig redisConfig = DefaultJedisClientConfig.builder().build();
+  final Set<HostAndPort> redisCluster;
+  final JedisClientConfig redisConfig;
   String schema = SchemaNames.DEFAULT_SCHEMA;
   String keyPrefix = StreamFormat.DEFAULT_KEY_PREFIX;
   TopicConfig topic;
@@ -58,8 +56,6 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   BatchMessageHandler batchHandler;
   /** Which setter gave the handler: a second kind is refused, since a consumer has one handler. */
   private String handlerSetter;
-  /** How the Redis connection was given, when by a URL or a spec that already holds its login, TLS and cluster. */
-  private String redisGivenAs;
   int workers = DEFAULT_WORKERS;
   int batchSize = DEFAULT_BATCH_SIZE;
   Duration block = DEFAULT_BLOCK;
@@ -79,60 +75,16 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
   MeterRegistry meterRegistry;
   Duration metricsRefreshInterval = DEFAULT_METRICS_REFRESH_INTERVAL;
 
-  ConsumerBuilder(DataSource dataSource, HostAndPort redis) {
+  ConsumerBuilder(DataSource dataSource, RedisConnectionSpec redis) {
     // Behind a pooler in transaction mode nothing of handoff's may outlive a transaction (see Statements).
     this.dataSource = Statements.sessionFree(Objects.requireNonNull(dataSource, "dataSource"));
-    this.redis = Objects.requireNonNull(redis, "redis");
+    Objects.requireNonNull(redis, "redis");
+    this.redis = redis.hostAndPort();
+    this.redisCluster = redis.clusterNodes();
+    this.redisConfig = redis.clientConfig();
   }
 
   abstract B self();
-
-  /**
-   * Connect to the Redis Cluster these seed nodes belong to instead of the single server given to {@code builder}
-   * (which is then one seed more). Every key of a shard is in one hash slot (the {@code {topic:shard}} tag), so
-   * every command and script touches one slot; each shard is read on its own ({@code XREADGROUP} cannot span
-   * slots), a blocking read waiting at most 100 ms on one shard before the worker looks at the others again. Set by
-   * {@code builder(dataSource, RedisConnectionSpec)} from a cluster spec. Default: none, a single server.
-   */
-  public B redisCluster(Collection<HostAndPort> seeds) {
-    requireRedisNotGiven("redisCluster");
-    Set<HostAndPort> nodes = new LinkedHashSet<>(Objects.requireNonNull(seeds, "seeds"));
-    if (!nodes.isEmpty()) {
-      nodes.add(redis);
-    }
-    this.redisCluster = Set.copyOf(nodes);
-    return self();
-  }
-
-  /**
-   * Credentials, TLS, database and timeouts for the Redis connections handoff opens, on a builder started with a
-   * {@code HostAndPort}. handoff always speaks RESP2 and sets the blocking-read socket timeout itself ({@code block}
-   * + margin), whatever this says. Defaults to Jedis's defaults (no auth, 2 s timeouts).
-   *
-   * @throws IllegalStateException on a builder started with a Redis URL or a
-   *     {@link dev.handoff.core.RedisConnectionSpec}: those already say the login, TLS and timeouts, and a second
-   *     place to say them would silently replace the first
-   */
-  public B redisConfig(JedisClientConfig config) {
-    requireRedisNotGiven("redisConfig");
-    this.redisConfig = Objects.requireNonNull(config, "redisConfig");
-    return self();
-  }
-
-  /** The builder's Redis from a URL or spec ({@code given} names which): its config, and its cluster if any. */
-  B redisFrom(String given, JedisClientConfig config, Collection<HostAndPort> cluster) {
-    redisConfig(config);
-    redisCluster(cluster);
-    this.redisGivenAs = given;
-    return self();
-  }
-
-  private void requireRedisNotGiven(String setter) {
-    if (redisGivenAs != null) {
-      throw new IllegalStateException(setter + ": this builder's Redis came from " + redisGivenAs + ", which already"
-          + " sets its login, TLS, timeouts and cluster nodes; say them there");
-    }
-  }
 
   /** The schema holding handoff's tables. Defaults to {@code handoff}. */
   public B schema(String schema) {

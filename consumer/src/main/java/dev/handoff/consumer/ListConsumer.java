@@ -1,11 +1,8 @@
 package dev.handoff.consumer;
 
 import dev.handoff.core.RedisConnectionSpec;
-import dev.handoff.core.RedisUrl;
-import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Set;
 import javax.sql.DataSource;
 import redis.clients.jedis.HostAndPort;
 
@@ -63,33 +60,13 @@ import redis.clients.jedis.HostAndPort;
  */
 public interface ListConsumer extends HandoffConsumer {
 
-  /** Starts a builder for a consumer that uses {@code dataSource} and the Redis server at {@code redis}. */
-  static ListConsumerBuilder builder(DataSource dataSource, HostAndPort redis) {
-    return new ListConsumerBuilder(dataSource, redis);
-  }
-
   /**
-   * Starts a builder for a consumer that uses {@code dataSource} and the Redis server, login, database and TLS of
-   * {@code redis}, read by {@link RedisUrl#parse(URI)} (for example {@code rediss://app:secret@redis:6380/2}); they
-   * become the builder's Redis settings, and the builder refuses a {@code redisConfig} or {@code redisCluster} of
-   * its own, which would silently replace them.
-   *
-   * @throws IllegalArgumentException if {@code redis} is not a Redis URL; the message does not show the password
-   */
-  static ListConsumerBuilder builder(DataSource dataSource, URI redis) {
-    RedisUrl url = RedisUrl.parse(redis);
-    return new ListConsumerBuilder(dataSource, url.hostAndPort()).redisFrom("a Redis URL", url.clientConfig(),
-        Set.of());
-  }
-
-  /**
-   * Starts a builder for a consumer that uses {@code dataSource} and the Redis server, login, TLS settings and
-   * timeouts of {@code redis} (its cluster nodes too); they become the builder's Redis settings, and the builder
-   * refuses a {@code redisConfig} or {@code redisCluster} of its own, which would silently replace them.
+   * Starts a builder for a consumer that uses {@code dataSource} and the Redis server (or cluster), login, TLS
+   * settings and timeouts of {@code redis}. handoff speaks RESP2 and sets the blocking reads' socket timeout itself
+   * ({@code block} plus a margin).
    */
   static ListConsumerBuilder builder(DataSource dataSource, RedisConnectionSpec redis) {
-    return new ListConsumerBuilder(dataSource, redis.hostAndPort()).redisFrom("a RedisConnectionSpec",
-        redis.clientConfig(), redis.clusterNodes());
+    return new ListConsumerBuilder(dataSource, redis);
   }
 
   /**

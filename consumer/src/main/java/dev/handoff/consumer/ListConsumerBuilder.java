@@ -1,9 +1,9 @@
 package dev.handoff.consumer;
 
 import dev.handoff.consumer.internal.DefaultListConsumer;
+import dev.handoff.core.RedisConnectionSpec;
 import java.time.Duration;
 import javax.sql.DataSource;
-import redis.clients.jedis.HostAndPort;
 
 /** Builds a {@link ListConsumer}. Not thread-safe; the built consumer is. */
 public final class ListConsumerBuilder extends ConsumerBuilder<ListConsumerBuilder> {
@@ -16,7 +16,7 @@ public final class ListConsumerBuilder extends ConsumerBuilder<ListConsumerBuild
   private Duration heartbeatInterval;
   private Duration reapInterval = DEFAULT_REAP_INTERVAL;
 
-  ListConsumerBuilder(DataSource dataSource, HostAndPort redis) {
+  ListConsumerBuilder(DataSource dataSource, RedisConnectionSpec redis) {
     super(dataSource, redis);
   }
 

@@ -1,9 +1,9 @@
 package dev.handoff.consumer;
 
 import dev.handoff.consumer.internal.DefaultStreamConsumer;
+import dev.handoff.core.RedisConnectionSpec;
 import java.time.Duration;
 import javax.sql.DataSource;
-import redis.clients.jedis.HostAndPort;
 
 /** Builds a {@link StreamConsumer}. Not thread-safe; the built consumer is. */
 public final class StreamConsumerBuilder extends ConsumerBuilder<StreamConsumerBuilder> {
@@ -18,7 +18,7 @@ public final class StreamConsumerBuilder extends ConsumerBuilder<StreamConsumerB
   private StartPosition startPosition = StartPosition.BEGINNING;
   private int statusScanLimit = DEFAULT_STATUS_SCAN_LIMIT;
 
-  StreamConsumerBuilder(DataSource dataSource, HostAndPort redis) {
+  StreamConsumerBuilder(DataSource dataSource, RedisConnectionSpec redis) {
     super(dataSource, redis);
   }
 

@@ -3,17 +3,11 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.handoff.core.RedisConnectionSpec;
-import dev.handoff.core.RedisUrl;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;
-import java.util.List;
 import org.junit.jupiter.api.Test;
-import redis.clients.jedis.DefaultJedisClientConfig;
-import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.JedisClientConfig;
 
 /**
  * The shape of {@link ConsumerConfig}: each group refuses its own invalid fields, the config what relates them, a
@@ -102,27 +96,11 @@ class ConsumerConfigTest {
     assertThat(stream().handler((tx, m) -> { }).handler((tx, m) -> { }).config().group()).isEqualTo("g");
   }
 
-  @Test
-  void aBuilderGivenARedisUrlOrSpecRefusesASecondSayOnItsLoginTlsOrCluster() {
-    JedisClientConfig login = DefaultJedisClientConfig.builder().user("app").password("secret").build();
-    assertThatThrownBy(() -> stream().redisConfig(login)).isInstanceOf(IllegalStateException.class)
-        .hasMessage("redisConfig: this builder's Redis came from a Redis URL, which already sets its login, TLS,"
-            + " timeouts and cluster nodes; say them there");
-    RedisConnectionSpec spec = RedisConnectionSpec.of(RedisUrl.parse(env.redisUri()));
-    assertThatThrownBy(() -> ListConsumer.builder(env.dataSource(), spec).redisCluster(List.of(HostAndPort.from(
-        "127.0.0.1:7000")))).isInstanceOf(IllegalStateException.class)
-        .hasMessage("redisCluster: this builder's Redis came from a RedisConnectionSpec, which already sets its"
-            + " login, TLS, timeouts and cluster nodes; say them there");
-    HostAndPort server = HostAndPort.from(env.redisUri().getAuthority());
-    assertThat(StreamConsumer.builder(env.dataSource(), server).redisConfig(login).topic("shape").group("g")
-        .config().group()).isEqualTo("g");
-  }
-
   private StreamConsumerBuilder stream() {
-    return StreamConsumer.builder(env.dataSource(), env.redisUri()).topic("shape").group("g");
+    return StreamConsumer.builder(env.dataSource(), env.redisSpec()).topic("shape").group("g");
   }
 
   private ListConsumerBuilder list() {
-    return ListConsumer.builder(env.dataSource(), env.redisUri()).topic("shape").group("g");
+    return ListConsumer.builder(env.dataSource(), env.redisSpec()).topic("shape").group("g");
   }
 }

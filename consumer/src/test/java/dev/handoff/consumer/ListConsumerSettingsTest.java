@@ -87,7 +87,7 @@ class ListConsumerSettingsTest {
   }
 
   private ListConsumerBuilder valid() {
-    return ListConsumer.builder(env.dataSource(), env.redisUri()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    return ListConsumer.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of("settings")).group("g").handler((tx, m) -> { });
   }
 }

@@ -78,6 +78,24 @@ public final class RedisConnectionSpec {
     return builder(url).build();
   }
 
+  /**
+   * A spec of {@code url}, read by {@link RedisUrl#parse(String)}, with every default.
+   *
+   * @throws IllegalArgumentException if it is not a Redis URL; the message does not show the password
+   */
+  public static RedisConnectionSpec of(String url) {
+    return builder(url).build();
+  }
+
+  /**
+   * A spec of {@code url}, read by {@link RedisUrl#parse(URI)}, with every default.
+   *
+   * @throws IllegalArgumentException if it is not a Redis URL; the message does not show the password
+   */
+  public static RedisConnectionSpec of(URI url) {
+    return builder(url).build();
+  }
+
   /** Starts a spec of {@code url}. */
   public static Builder builder(RedisUrl url) {
     return new Builder(Objects.requireNonNull(url, "url"));

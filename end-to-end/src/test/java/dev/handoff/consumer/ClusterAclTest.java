@@ -3,6 +3,7 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.core.RedisAcl;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
@@ -18,7 +19,6 @@ import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.RedisClusterClient;
@@ -66,14 +66,10 @@ class ClusterAclTest {
       tx.commit();
     }
     Set<UUID> handled = java.util.concurrent.ConcurrentHashMap.newKeySet();
-    try (RedisClusterClient relayClient = RedisClusterClient.builder().nodes(cluster.seeds())
-        .clientConfig(DefaultJedisClientConfig.builder().user("relay").password("relay-pw").resp2().build())
-        .build();
-        Relay relay = Relay.builder(env.dataSource(), relayClient).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(env.dataSource(), login("relay", "relay-pw")).schema(env.schema())
+            .keyPrefix(env.keyPrefix())
             .topic(ORDERS).build();
-        StreamConsumer consumer = StreamConsumer.builder(env.dataSource(), cluster.masters().get(0))
-            .redisCluster(cluster.seeds())
-            .redisConfig(DefaultJedisClientConfig.builder().user("billing").password("billing-pw").build())
+        StreamConsumer consumer = StreamConsumer.builder(env.dataSource(), login("billing", "billing-pw"))
             .schema(env.schema()).keyPrefix(env.keyPrefix()).topic(ORDERS).group("billing").batchSize(100)
             .handler((tx, m) -> handled.add(m.messageId())).build()) {
       assertThat(relay.relayOnce().published()).isEqualTo(60);
@@ -96,5 +92,12 @@ class ClusterAclTest {
         assertThat(log).as("ACL LOG of %s", node).isEmpty();
       }
     }
+  }
+
+  /** The cluster, every master a seed, logged in as {@code user}. */
+  private RedisConnectionSpec login(String user, String password) {
+    HostAndPort first = cluster.masters().get(0);
+    return RedisConnectionSpec.builder("redis://" + user + ":" + password + "@" + first).cluster(cluster.seeds())
+        .build();
   }
 }

@@ -1,6 +1,7 @@
 package dev.handoff.consumer;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.ShardId;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.relay.Relay;
@@ -10,12 +11,9 @@ import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
-import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.RedisClusterClient;
 
 /**
  * Run by {@link ClusterAuditTest} in a JVM of its own (started with the test class path), so that the test can
@@ -56,12 +54,10 @@ final class ClusterAuditMain {
 
     CountDownLatch stopped = new CountDownLatch(1);
     AutoCloseable running;
-    RedisClusterClient relayClient = null;
     int stallAfter = args.length > 9 ? Integer.parseInt(args[9]) : 0;
     if (role.equals("relay")) {
-      relayClient = RedisClusterClient.builder().nodes(Set.copyOf(seeds))
-          .clientConfig(DefaultJedisClientConfig.builder().resp2().build()).build();
-      RelayBuilder builder = Relay.builder(db, relayClient).schema(args[5]).keyPrefix(prefix).topic(TOPIC)
+      RelayBuilder builder = Relay.builder(db, RedisConnectionSpec.builder("redis://" + seeds.get(0)).cluster(seeds)
+          .build()).schema(args[5]).keyPrefix(prefix).topic(TOPIC)
           .owner(name).leaseTtl(Duration.ofSeconds(2)).idlePollInterval(Duration.ofMillis(200))
           .trimStreams(false).faults(stallAfterWriting(stallAfter));
       Relay relay = (list ? builder.listTransport(RelayBuilder.DEFAULT_LIST_CAPACITY) : builder).build();
@@ -82,13 +78,13 @@ final class ClusterAuditMain {
       };
       HandoffConsumer consumer;
       if (list) {
-        ListConsumer c = ListConsumer.builder(db, seeds.get(0)).redisCluster(seeds).schema(args[5])
+        ListConsumer c = ListConsumer.builder(db, RedisConnectionSpec.builder("redis://" + seeds.get(0)).cluster(seeds).build()).schema(args[5])
             .keyPrefix(prefix).topic(TOPIC).group(GROUP).consumerName(name).workers(2).batchSize(50)
             .block(Duration.ofMillis(200)).heartbeatTtl(Duration.ofSeconds(3)).handler(charge).build();
         c.start();
         consumer = c;
       } else {
-        StreamConsumer c = StreamConsumer.builder(db, seeds.get(0)).redisCluster(seeds).schema(args[5])
+        StreamConsumer c = StreamConsumer.builder(db, RedisConnectionSpec.builder("redis://" + seeds.get(0)).cluster(seeds).build()).schema(args[5])
             .keyPrefix(prefix).topic(TOPIC).group(GROUP).consumerName(name).workers(2).batchSize(50)
             .block(Duration.ofMillis(200)).minIdle(Duration.ofSeconds(5)).handler(charge).build();
         c.start();
@@ -96,13 +92,9 @@ final class ClusterAuditMain {
       }
       running = consumer;
     }
-    RedisClusterClient client = relayClient;
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       try {
         running.close();
-        if (client != null) {
-          client.close();
-        }
         db.close();
       } catch (Exception e) {
         e.printStackTrace();

@@ -2,6 +2,7 @@ package dev.handoff.consumer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.migrations.HandoffMigrations;
@@ -21,7 +22,6 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.RedisClusterClient;
 
@@ -67,16 +67,13 @@ class ClusterDocExampleTest {
         HostAndPort.from(redis3));
     TopicConfig payments = TopicConfig.of("payments").withShards(8);
 
-    // The relay: shared client, never closed by the relay (close it after the relay).
-    RedisClusterClient redis = RedisClusterClient.builder().nodes(seeds)
-        .clientConfig(DefaultJedisClientConfig.builder().resp2().build()).build();
+    // One spec for every component: the seeds, login and TLS of the cluster.
+    RedisConnectionSpec redis = RedisConnectionSpec.builder("redis://" + redis1).cluster(seeds).build();
     Relay relay = Relay.builder(dataSource, redis).topic(payments).build();   // .listTransport(capacity) for lists
-    try (redis; relay) {
+    try (relay) {
       relay.start();
 
-      // A consumer: the host given to builder() is one seed more.
-      StreamConsumer consumer = StreamConsumer.builder(dataSource, HostAndPort.from(redis1))
-          .redisCluster(seeds)
+      StreamConsumer consumer = StreamConsumer.builder(dataSource, redis)
           .topic(payments).group("billing").consumerName("billing-1")
           .handler((tx, message) -> charge(tx, message.key()))
           .build();
@@ -88,10 +85,12 @@ class ClusterDocExampleTest {
 
       Set<HostAndPort> owners = new HashSet<>();
       long added = 0;
-      for (int shard = 0; shard < 8; shard++) {
-        String key = StreamFormat.streamKey("handoff", "payments", shard);
-        owners.add(cluster.nodeForKey(key));
-        added += (Long) redis.xinfoStream(key).getStreamInfo().get("entries-added");
+      try (RedisClusterClient check = cluster.newClient()) {
+        for (int shard = 0; shard < 8; shard++) {
+          String key = StreamFormat.streamKey("handoff", "payments", shard);
+          owners.add(cluster.nodeForKey(key));
+          added += (Long) check.xinfoStream(key).getStreamInfo().get("entries-added");
+        }
       }
       assertThat(owners).as("the shards' masters").containsExactlyInAnyOrderElementsOf(masters);
       assertThat(added).isEqualTo(40);

@@ -64,7 +64,7 @@ final class ClusterPayments implements AutoCloseable {
     this.cluster = cluster;
     this.redis = cluster.newClient();
     env.execute("CREATE TABLE " + env.schema() + ".charge (message_id uuid NOT NULL, payment_key text NOT NULL)");
-    RelayBuilder relayBuilder = Relay.builder(env.dataSource(), redis).schema(env.schema())
+    RelayBuilder relayBuilder = Relay.builder(env.dataSource(), cluster.spec()).schema(env.schema())
         .keyPrefix(env.keyPrefix()).topic(TopicConfig.of(TOPIC).withShards(SHARDS))
         .idlePollInterval(Duration.ofMillis(200)).listener(new RelayListener() {
           @Override
@@ -88,8 +88,7 @@ final class ClusterPayments implements AutoCloseable {
           }
         });
     this.relay = (trimSlack > 0 ? relayBuilder.trimSlack(trimSlack) : relayBuilder.trimStreams(false)).build();
-    this.consumer = StreamConsumer.builder(env.dataSource(), cluster.masters().get(0))
-        .redisCluster(cluster.seeds()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    this.consumer = StreamConsumer.builder(env.dataSource(), cluster.spec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(TOPIC).withShards(SHARDS)).group(GROUP).workers(2)
         .block(Duration.ofMillis(100)).minIdle(Duration.ofSeconds(2)).reclaimInterval(Duration.ofMillis(200))
         .backoff(Duration.ofMillis(50), Duration.ofMillis(200)).listener(outcomes)

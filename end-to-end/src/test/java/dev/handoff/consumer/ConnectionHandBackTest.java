@@ -3,6 +3,7 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.io.PrintWriter;
@@ -38,7 +39,7 @@ class ConnectionHandBackTest {
         env.postgres().password())) {
       physical.setSchema(env.schema());
       DataSource plain = new SingleConnectionDataSource(physical);
-      try (StreamConsumer consumer = StreamConsumer.builder(plain, f.redisUri).schema(env.schema())
+      try (StreamConsumer consumer = StreamConsumer.builder(plain, RedisConnectionSpec.of(f.redisUri)).schema(env.schema())
           .keyPrefix(env.keyPrefix()).topic(f.topic).group("g").handler(f.effect("g", null))
           .inboxRetention(InboxRetention.defaults().withAutomaticPurge(false)).build()) {
         assertThat(consumer.pollOnce().handled()).isEqualTo(3);

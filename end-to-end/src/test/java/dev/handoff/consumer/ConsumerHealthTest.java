@@ -142,7 +142,7 @@ class ConsumerHealthTest {
     RestartableRedis server = env.privateRedis();
     RedisClient redis = env.newRedisClient(server.uri());
     Fixture f = new Fixture(env, "health-redis", redis, server.uri());
-    try (Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(env.dataSource(), env.specOf(redis)).schema(env.schema()).keyPrefix(env.keyPrefix())
             .topic(TopicConfig.of(f.topic)).build();
         StreamConsumer consumer = f.consumer("g").workers(2).build()) {
       List<UUID> first = ids(TransportSide.append(env, f.topic, 5, i -> "{}"));

@@ -3,6 +3,7 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.core.Health;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
@@ -39,9 +40,9 @@ class ConsumerReadmeExamplesTest {
     List<UUID> ids = ledger.pay(TopicConfig.of("payments").withShards(4), 40);
     assertThat(env.queryLong("SELECT count(DISTINCT shard) FROM outbox WHERE topic = 'payments'")).isEqualTo(4);
 
-    try (Relay relay = Relay.builder(dataSource, env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(dataSource, env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of("payments").withShards(4)).build()) {
-      StreamConsumer consumer = StreamConsumer.builder(dataSource, redisUri) // URI.create("redis://localhost:6379")
+      StreamConsumer consumer = StreamConsumer.builder(dataSource, RedisConnectionSpec.of(redisUri)) // URI.create("redis://localhost:6379")
           .schema(env.schema()).keyPrefix(env.keyPrefix())                  // the test's own
           .topic(TopicConfig.of("payments").withShards(4))   // all shards are consumed
           .group("ledger")
@@ -72,9 +73,9 @@ class ConsumerReadmeExamplesTest {
   void aReplayOfTheLastHourHandlesWhatTheGroupHadNotProcessedAndSkipsTheRest() {
     TopicConfig invoices = TopicConfig.of("invoices");
     DocLedger ledger = new DocLedger(env.dataSource(), env.schema());
-    try (Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
             .topic(invoices).build();
-        StreamConsumer consumer = StreamConsumer.builder(env.dataSource(), env.redisUri()).schema(env.schema())
+        StreamConsumer consumer = StreamConsumer.builder(env.dataSource(), env.redisSpec()).schema(env.schema())
             .keyPrefix(env.keyPrefix()).topic(invoices).group("billing")
             .handler((tx, message) -> ledger.charge(tx, message)).build()) {
       List<UUID> processed = ledger.pay(invoices, 5);

@@ -58,7 +58,7 @@ class ConsumerTopicDeclarationTest {
       Transport transport) throws Exception {
     String topic = "unrecorded-" + transport.name().toLowerCase(Locale.ROOT);
     Fixture f = new Fixture(env, topic);
-    Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    Relay relay = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic).withShards(3)).build();
     try (LogCapture logs = LogCapture.start();
         HandoffConsumer early = builder(transport, f, "early").build();

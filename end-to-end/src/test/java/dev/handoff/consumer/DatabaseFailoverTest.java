@@ -28,6 +28,7 @@ import dev.handoff.consumer.FailoverLedger.Rewound;
 import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.consumer.admin.TopicInspector.FailoverReport;
 import dev.handoff.core.Health;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.ShardId;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.outbox.Outbox;
@@ -74,7 +75,7 @@ class DatabaseFailoverTest {
       Instant start = Instant.now().minusSeconds(60);
       MeterRegistry meters = new SimpleMeterRegistry();
       try (LogCapture logs = LogCapture.start();
-          Relay relay = relay(db, redis, prefix, rewinds).meterRegistry(meters).build();
+          Relay relay = relay(db, RedisConnectionSpec.of(TestServers.redis()), prefix, rewinds).meterRegistry(meters).build();
           StreamConsumer billing = consumer(db, prefix, "billing", false);
           StreamConsumer refusing = consumer(db, prefix, "refusing", true);
           StreamConsumer applying = consumer(db, prefix, "applying", false)) {
@@ -180,7 +181,7 @@ class DatabaseFailoverTest {
       try (LogCapture logs = LogCapture.start();
           StreamConsumer refusing = consumer(db, prefix, "refusing", true)) {
         refusing.pollOnce();
-        try (Relay first = relay(db, redis, prefix, rewinds).build()) {
+        try (Relay first = relay(db, RedisConnectionSpec.of(TestServers.redis()), prefix, rewinds).build()) {
           pay(db, outbox, 0, 40);
           while (first.relayOnce().published() > 0) {
             // until the 40 are published
@@ -191,7 +192,7 @@ class DatabaseFailoverTest {
         pg.awaitStandbyCaughtUp();
 
         pg.pauseWalSender();
-        try (Relay relay = relay(db, redis, prefix, rewinds).build()) {
+        try (Relay relay = relay(db, RedisConnectionSpec.of(TestServers.redis()), prefix, rewinds).build()) {
           relay.start(); // takes the lease and publishes p40..p44: all of it on the primary alone
           awaitPublished(db);
           pay(db, outbox, 45, 20);
@@ -242,7 +243,7 @@ class DatabaseFailoverTest {
         HikariDataSource db = pool(pg);
         RedisClient redis = TestServers.newRedisClient(Duration.ofSeconds(2))) {
       Outbox outbox = prepare(db, redis, prefix);
-      try (Relay relay = relay(db, redis, prefix, rewinds).build();
+      try (Relay relay = relay(db, RedisConnectionSpec.of(TestServers.redis()), prefix, rewinds).build();
           StreamConsumer billing = consumer(db, prefix, "billing", false);
           Producer producer = new Producer(db, outbox)) {
         relay.start();

@@ -3,6 +3,7 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.core.Transport;
@@ -69,7 +70,7 @@ class DatabaseRolesEndToEndTest {
     List<UUID> ids = append(appDb, topic);
     UUID poison = ids.get(7);
 
-    RelayBuilder relayBuilder = Relay.builder(relayDb, env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    RelayBuilder relayBuilder = Relay.builder(relayDb, env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic)).outboxRetention(Duration.ofMillis(1));
     try (Relay relay = (transport == Transport.LIST ? relayBuilder.listTransport(1_000) : relayBuilder).build()) {
       TransportSide.publishAll(env, relay);
@@ -161,11 +162,11 @@ class DatabaseRolesEndToEndTest {
       effect.handle(tx, m);
     };
     if (transport == Transport.STREAM) {
-      return settings(StreamConsumer.builder(db, f.redisUri), f, group, handler).minIdle(Duration.ofSeconds(2))
+      return settings(StreamConsumer.builder(db, RedisConnectionSpec.of(f.redisUri)), f, group, handler).minIdle(Duration.ofSeconds(2))
           .reclaimInterval(Duration.ofMillis(50)).maxDeliveries(2)
           .backoff(Duration.ofMillis(50), Duration.ofMillis(200)).build();
     }
-    return settings(ListConsumer.builder(db, f.redisUri), f, group, handler).heartbeatTtl(Duration.ofSeconds(5))
+    return settings(ListConsumer.builder(db, RedisConnectionSpec.of(f.redisUri)), f, group, handler).heartbeatTtl(Duration.ofSeconds(5))
         .heartbeatInterval(Duration.ofMillis(500)).maxDeliveries(2)
         .backoff(Duration.ofMillis(50), Duration.ofMillis(200)).build();
   }

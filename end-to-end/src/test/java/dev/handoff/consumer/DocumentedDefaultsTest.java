@@ -25,12 +25,12 @@ class DocumentedDefaultsTest {
   }
 
   private StreamConsumerBuilder stream() {
-    return StreamConsumer.builder(env.dataSource(), env.redisUri()).topic(TopicConfig.of("defaults")).group("g")
+    return StreamConsumer.builder(env.dataSource(), env.redisSpec()).topic(TopicConfig.of("defaults")).group("g")
         .handler((tx, m) -> {});
   }
 
   private ListConsumerBuilder list() {
-    return ListConsumer.builder(env.dataSource(), env.redisUri()).topic(TopicConfig.of("defaults")).group("g")
+    return ListConsumer.builder(env.dataSource(), env.redisSpec()).topic(TopicConfig.of("defaults")).group("g")
         .handler((tx, m) -> {});
   }
 

@@ -133,13 +133,13 @@ class EnvironmentFailureTest {
   private HandoffConsumer consumer(Transport transport, Fixture f, String group, ConsumerRole role, OutcomeCounts events) {
     MessageHandler handler = effect(f, group);
     if (transport == Transport.STREAM) {
-      return StreamConsumer.builder(role.dataSource, env.redisUri()).schema(env.schema()).keyPrefix(env.keyPrefix())
+      return StreamConsumer.builder(role.dataSource, env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
           .topic(f.topic).group(group).handler(handler).workers(1).batchSize(DURING).maxDeliveries(2)
           .block(Duration.ofMillis(100)).minIdle(Duration.ofSeconds(1)).leaseRenewInterval(Duration.ofMillis(200))
           .reclaimInterval(Duration.ofMillis(50)).backoff(Duration.ofMillis(50), Duration.ofMillis(200))
           .listener(events).build();
     }
-    return ListConsumer.builder(role.dataSource, env.redisUri()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    return ListConsumer.builder(role.dataSource, env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(f.topic).group(group).handler(handler).workers(1).batchSize(DURING).maxDeliveries(2)
         .block(Duration.ofMillis(100)).heartbeatTtl(Duration.ofSeconds(5)).heartbeatInterval(Duration.ofMillis(500))
         .backoff(Duration.ofMillis(50), Duration.ofMillis(200)).listener(events).build();

@@ -127,7 +127,7 @@ final class FailoverLedger {
     return out;
   }
 
-  static RelayBuilder relay(DataSource db, RedisClient redis, String prefix, List<Rewound> rewinds) {
+  static RelayBuilder relay(DataSource db, RedisConnectionSpec redis, String prefix, List<Rewound> rewinds) {
     return Relay.builder(db, redis).schema(SCHEMA).keyPrefix(prefix).topic(TopicConfig.of(TOPIC))
         .idlePollInterval(Duration.ofMillis(50)).listener(new RelayListener() {
           @Override
@@ -185,7 +185,7 @@ final class FailoverLedger {
   }
 
   static StreamConsumer consumer(DataSource db, String prefix, String group, boolean refuseGhosts) {
-    return StreamConsumer.builder(db, TestServers.redis()).schema(SCHEMA).keyPrefix(prefix)
+    return StreamConsumer.builder(db, RedisConnectionSpec.of(TestServers.redis())).schema(SCHEMA).keyPrefix(prefix)
         .topic(TopicConfig.of(TOPIC)).group(group).batchSize(10).block(Duration.ofMillis(100))
         .refuseGhosts(refuseGhosts)
         .handler((tx, m) -> {

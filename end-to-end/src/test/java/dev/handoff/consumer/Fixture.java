@@ -1,5 +1,6 @@
 package dev.handoff.consumer;
 
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.StreamMessage;
 import dev.handoff.testing.TestEnvironment;
@@ -64,7 +65,7 @@ final class Fixture {
 
   /** The same settings with no handler yet, for a test that gives a batch or jOOQ handler. */
   StreamConsumerBuilder consumerWithoutHandler(String group) {
-    return StreamConsumer.builder(env.dataSource(), redisUri)
+    return StreamConsumer.builder(env.dataSource(), RedisConnectionSpec.of(redisUri))
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
         .topic(topic)

@@ -346,7 +346,7 @@ class ListConsumerTest {
   }
 
   private ListConsumerBuilder consumer(Fixture f) {
-    return ListConsumer.builder(env.dataSource(), env.redisUri())
+    return ListConsumer.builder(env.dataSource(), env.redisSpec())
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
         .topic(f.topic)
@@ -360,7 +360,7 @@ class ListConsumerTest {
   }
 
   private RelayBuilder relay(String topic, int capacity) {
-    return Relay.builder(env.dataSource(), env.redis())
+    return Relay.builder(env.dataSource(), env.redisSpec())
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic))

@@ -3,6 +3,7 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.core.ListFormat;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.core.Transport;
 import dev.handoff.relay.Relay;
@@ -14,8 +15,6 @@ import java.util.List;
 import java.util.UUID;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
-import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.RedisClient;
 
 /**
  * The Java example of docs/lists.md, line for line (DocExamplesTest checks it), on the test's schema and key prefix:
@@ -33,11 +32,11 @@ class ListsDocExampleTest {
   @Test
   void aRelayOnListsAndAListConsumerChargeEachPaymentOnce() {
     DataSource dataSource = env.dataSource();
-    RedisClient redis = env.redis();
-    String redisAddress = env.redisUri().getHost() + ":" + env.redisUri().getPort();
+    String redisUrl = env.redisUri().toString();
     DocLedger ledger = new DocLedger(dataSource, env.schema());
     List<UUID> ids = ledger.pay(TopicConfig.of("payments"), 20);
 
+    RedisConnectionSpec redis = RedisConnectionSpec.of(redisUrl);   // "redis://redis:6379"
     Relay relay = Relay.builder(dataSource, redis)
         .schema(env.schema()).keyPrefix(env.keyPrefix())        // the test's own
         .topic("payments")
@@ -45,7 +44,7 @@ class ListsDocExampleTest {
         .build();
     relay.start();                          // records the topic's shard count (one here) in the database
 
-    ListConsumer consumer = ListConsumer.builder(dataSource, HostAndPort.from(redisAddress)) // "redis:6379"
+    ListConsumer consumer = ListConsumer.builder(dataSource, redis)
         .schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic("payments")                  // reads the count the relay recorded
         .group("ledger")
@@ -63,8 +62,8 @@ class ListsDocExampleTest {
 
     assertThat(ledger.charges("payments")).isEqualTo(20);
     assertThat(ledger.doubleCharges("payments")).isZero();
-    assertThat(redis.llen(ListFormat.listKey(env.keyPrefix(), "payments", 0))).as("nothing left in the list").isZero();
-    assertThat(redis.exists(dev.handoff.core.StreamFormat.streamKey(env.keyPrefix(), "payments", 0)))
+    assertThat(env.redis().llen(ListFormat.listKey(env.keyPrefix(), "payments", 0))).as("nothing left in the list").isZero();
+    assertThat(env.redis().exists(dev.handoff.core.StreamFormat.streamKey(env.keyPrefix(), "payments", 0)))
         .as("no stream").isFalse();
   }
 }

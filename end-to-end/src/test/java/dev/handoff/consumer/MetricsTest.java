@@ -58,7 +58,7 @@ class MetricsTest {
     long onShard1 = N - onShard0;
     assertThat(onShard0).isBetween(1L, N - 1L); // both shards hold rows, so both shards' tags are exercised
 
-    Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    Relay relay = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(config).meterRegistry(registry).metricsRefreshInterval(Duration.ofHours(1)).build();
     try (relay) {
       relay.maintainOnce();
@@ -147,7 +147,7 @@ class MetricsTest {
       }
       tx.commit();
     }
-    Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    Relay relay = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(topic).listTransport(100).meterRegistry(registry).metricsRefreshInterval(Duration.ofHours(1)).build();
     try (relay) {
       assertThat(relay.relayOnce().published()).isEqualTo(5);
@@ -158,7 +158,7 @@ class MetricsTest {
 
     AtomicBoolean down = new AtomicBoolean(true);
     MessageHandler effect = f.effect("g", null);
-    ListConsumer consumer = ListConsumer.builder(env.dataSource(), env.redisUri())
+    ListConsumer consumer = ListConsumer.builder(env.dataSource(), env.redisSpec())
         .schema(env.schema()).keyPrefix(env.keyPrefix()).topic(topic).group("g")
         .block(Duration.ofMillis(100))
         .meterRegistry(registry)

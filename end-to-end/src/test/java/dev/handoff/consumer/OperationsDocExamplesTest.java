@@ -71,9 +71,9 @@ class OperationsDocExamplesTest {
   void theHealthEndpointAnswers503WhileAPartIsDownAnd200Otherwise() throws Exception {
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     server.start();
-    try (Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
             .topic("orders").build();
-        StreamConsumer consumer = StreamConsumer.builder(env.dataSource(), env.redisUri()).schema(env.schema())
+        StreamConsumer consumer = StreamConsumer.builder(env.dataSource(), env.redisSpec()).schema(env.schema())
             .keyPrefix(env.keyPrefix()).topic("orders").group("probe").handler((tx, message) -> { }).build()) {
 
       get("/health/live", (req, res) -> {
@@ -108,15 +108,14 @@ class OperationsDocExamplesTest {
   void theBuildersPublishTheirMetersToTheRegistry() throws Exception {
     DataSource dataSource = env.newDatabase();
     HandoffMigrations.migrate(dataSource);
-    URI redisUri = env.privateRedis().uri();
-    RedisClient redis = env.newRedisClient(redisUri);
+    RedisConnectionSpec redis = env.privateRedis().spec();
     MeterRegistry registry = new SimpleMeterRegistry();
     String topic = "payments";
     DocLedger ledger = new DocLedger(dataSource, HandoffMigrations.DEFAULT_SCHEMA);
 
     Outbox outbox = Outbox.builder().meterRegistry(registry).build();
     Relay relay = Relay.builder(dataSource, redis).topic(topic).meterRegistry(registry).build();
-    StreamConsumer consumer = StreamConsumer.builder(dataSource, redisUri).topic(topic).group("ledger")
+    StreamConsumer consumer = StreamConsumer.builder(dataSource, redis).topic(topic).group("ledger")
         .handler((tx, message) -> ledger.charge(tx, message)).meterRegistry(registry).build();
 
     List<UUID> ids = new ArrayList<>();
@@ -155,8 +154,8 @@ class OperationsDocExamplesTest {
       }
       tx.commit();
     }
-    try (Relay relay = Relay.builder(dataSource, env.redis()).keyPrefix(env.keyPrefix()).topic("invoices").build();
-        StreamConsumer consumer = StreamConsumer.builder(dataSource, env.redisUri()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(dataSource, env.redisSpec()).keyPrefix(env.keyPrefix()).topic("invoices").build();
+        StreamConsumer consumer = StreamConsumer.builder(dataSource, env.redisSpec()).keyPrefix(env.keyPrefix())
             .topic("invoices").group("billing").maxDeliveries(1)
             .handler((tx, message) -> {
               throw new IllegalStateException("no account for " + message.key());

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.core.ListFormat;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.Transport;
 import dev.handoff.outbox.AppendedMessage;
@@ -324,7 +325,7 @@ class OutboxReplayTest {
     StreamConsumer streams = transport == Transport.STREAM
         ? f.consumer(group).handler(counting).batchSize(1_000).listener(sampling).build() : null;
     ListConsumer lists = transport == Transport.LIST
-        ? ListConsumer.builder(env.dataSource(), f.redisUri).schema(env.schema()).keyPrefix(env.keyPrefix())
+        ? ListConsumer.builder(env.dataSource(), RedisConnectionSpec.of(f.redisUri)).schema(env.schema()).keyPrefix(env.keyPrefix())
             .topic(f.topic).group(group).handler(counting).batchSize(1_000).listener(sampling).build() : null;
     try {
       ReplayResult r = streams != null ? streams.replayFromOutbox(OutboxRange.all())

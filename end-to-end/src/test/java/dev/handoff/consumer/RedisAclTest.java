@@ -22,8 +22,6 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
-import redis.clients.jedis.DefaultJedisClientConfig;
-import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.exceptions.JedisAccessControlException;
@@ -61,12 +59,11 @@ class RedisAclTest {
     }
     String topic = "acl-" + transport.name().toLowerCase();
     String group = "g-" + transport.name().toLowerCase(); // the class's schema holds both runs' dead letters
-    try (RedisClient admin = env.newRedisClient(server.uri());
-        RedisClient relayClient = client(server, "relay", "relay-secret")) {
+    try (RedisClient admin = env.newRedisClient(server.uri())) {
       Fixture f = new Fixture(env, topic, admin, login(server, "consumer", "consumer-secret"));
       TransportSide.append(env, topic, MESSAGES, i -> "{\"n\":" + i + "}");
 
-      RelayBuilder relay = Relay.builder(env.dataSource(), relayClient).schema(env.schema()).keyPrefix(prefix)
+      RelayBuilder relay = Relay.builder(env.dataSource(), RedisConnectionSpec.of(login(server, "relay", "relay-secret"))).schema(env.schema()).keyPrefix(prefix)
           .topic(TopicConfig.of(topic));
       try (Relay r = (transport == Transport.LIST ? relay.listTransport(1_000) : relay).build()) {
         TransportSide.publishAll(env, r);
@@ -103,9 +100,9 @@ class RedisAclTest {
       poisoned.set(false);
       URI operator = login(server, "operator", "operator-secret");
       try (HandoffConsumer probe = transport == Transport.LIST
-          ? ListConsumer.builder(env.dataSource(), operator).schema(env.schema()).keyPrefix(prefix).topic(topic)
+          ? ListConsumer.builder(env.dataSource(), RedisConnectionSpec.of(operator)).schema(env.schema()).keyPrefix(prefix).topic(topic)
               .group(group).handler(handler).build()
-          : StreamConsumer.builder(env.dataSource(), operator).schema(env.schema()).keyPrefix(prefix).topic(topic)
+          : StreamConsumer.builder(env.dataSource(), RedisConnectionSpec.of(operator)).schema(env.schema()).keyPrefix(prefix).topic(topic)
               .group(group).handler(handler).build()) {
         GroupStatus before = probe.status();
         assertThat(before.deadLetters()).isEqualTo(1);
@@ -157,7 +154,7 @@ class RedisAclTest {
     try (RedisClient admin = env.newRedisClient(server.uri())) {
       Fixture f = new Fixture(env, topic, admin, login(server, "consumer", "consumer-secret"));
       TransportSide.append(env, topic, 3, i -> "{\"n\":" + i + "}");
-      RelayBuilder relay = Relay.builder(env.dataSource(), admin).schema(env.schema()).keyPrefix(prefix)
+      RelayBuilder relay = Relay.builder(env.dataSource(), env.specOf(admin)).schema(env.schema()).keyPrefix(prefix)
           .topic(TopicConfig.of(topic));
       try (Relay r = (transport == Transport.LIST ? relay.listTransport(1_000) : relay).build()) {
         TransportSide.publishAll(env, r);
@@ -208,11 +205,6 @@ class RedisAclTest {
 
   static URI login(RestartableRedis server, String user, String password) {
     return URI.create("redis://" + user + ":" + password + "@127.0.0.1:" + server.port());
-  }
-
-  static RedisClient client(RestartableRedis server, String user, String password) {
-    return RedisClient.builder().hostAndPort(new HostAndPort("127.0.0.1", server.port()))
-        .clientConfig(DefaultJedisClientConfig.builder().resp2().user(user).password(password).build()).build();
   }
 
   /** What {@code ACL LOG} recorded: user, context and the refused command or key, one line each. */

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.catchThrowable;
 import dev.handoff.core.CapacityPolicy;
 import dev.handoff.core.Health;
 import dev.handoff.core.ListFormat;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
@@ -295,7 +296,7 @@ class RedisFullTest {
   }
 
   private RelayBuilder relay(Fixture f) {
-    return Relay.builder(env.dataSource(), f.redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+    return Relay.builder(env.dataSource(), RedisConnectionSpec.of(f.redisUri)).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(f.topic));
   }
 

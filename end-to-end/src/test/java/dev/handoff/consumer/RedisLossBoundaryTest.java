@@ -126,7 +126,7 @@ class RedisLossBoundaryTest {
   }
 
   private dev.handoff.relay.RelayBuilder relay(RedisClient redis, String topic) {
-    return Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+    return Relay.builder(env.dataSource(), env.specOf(redis)).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic)).leaseTtl(Duration.ofSeconds(5));
   }
 

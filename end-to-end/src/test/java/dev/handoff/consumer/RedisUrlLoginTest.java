@@ -3,6 +3,7 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.core.ListFormat;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.core.Transport;
 import dev.handoff.relay.Relay;
@@ -62,7 +63,7 @@ class RedisUrlLoginTest {
         RedisClient db0 = client(server, user, password, 0)) {
       Fixture f = new Fixture(env, topic, db3, url);
       TransportSide.append(env, topic, MESSAGES, i -> "{\"n\":" + i + "}");
-      RelayBuilder relay = Relay.builder(env.dataSource(), db3).schema(env.schema()).keyPrefix(env.keyPrefix())
+      RelayBuilder relay = Relay.builder(env.dataSource(), RedisConnectionSpec.of(url)).schema(env.schema()).keyPrefix(env.keyPrefix())
           .topic(TopicConfig.of(topic));
       try (Relay r = (transport == Transport.LIST ? relay.listTransport(100) : relay).build()) {
         TransportSide.publishAll(env, r);

@@ -8,6 +8,7 @@ import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.consumer.admin.DeadLetterSelection;
 import dev.handoff.consumer.admin.RetryRequestResult;
 import dev.handoff.core.ListFormat;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamMessage;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.core.Transport;
@@ -369,7 +370,7 @@ class RetryRequestTest {
         .execute("GRANT INSERT ON " + effects + " TO ROLE; GRANT USAGE ON SEQUENCE " + effects + "_id_seq TO ROLE")
         .newDataSource(2);
     DeadLetterAdmin operator = DeadLetterAdmin.builder(operatorDb).schema(env.schema()).build();
-    try (StreamConsumer consumer = StreamConsumer.builder(consumerDb, f.redisUri).schema(env.schema())
+    try (StreamConsumer consumer = StreamConsumer.builder(consumerDb, RedisConnectionSpec.of(f.redisUri)).schema(env.schema())
         .keyPrefix(env.keyPrefix()).topic(f.topic).group("r").handler(handler(f, "r")).build()) {
       assertThat(operator.requestRetry("r", DeadLetterSelection.all())).isEqualTo(new RetryRequestResult(2, 0));
       failing.remove(poison.get(0).messageId());

@@ -76,7 +76,7 @@ class StreamAdminTest {
   }
 
   private StreamAdmin admin() {
-    return StreamAdmin.builder(env.redis()).keyPrefix(env.keyPrefix()).build();
+    return StreamAdmin.builder(env.redisSpec()).keyPrefix(env.keyPrefix()).build();
   }
 
   private Map<String, Object> group(Fixture f, int shard, String group) {
@@ -208,9 +208,9 @@ class StreamAdminTest {
       }
       tx.commit();
     }
-    try (Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(f.topic).withShards(2)).trimStreams(false).build();
-        StreamAdmin admin = StreamAdmin.builder(env.redis()).keyPrefix(env.keyPrefix())
+        StreamAdmin admin = StreamAdmin.builder(env.redisSpec()).keyPrefix(env.keyPrefix())
             .dataSource(env.dataSource()).schema(env.schema()).build()) {
       TransportSide.publishAll(env, relay);
       Map<Integer, List<String>> ids = new HashMap<>();

@@ -111,7 +111,7 @@ class StreamRepairEndToEndTest {
   }
 
   private StreamRepair repair() {
-    return StreamRepair.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    return StreamRepair.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .build();
   }
 

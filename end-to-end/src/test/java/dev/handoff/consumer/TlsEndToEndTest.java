@@ -89,7 +89,7 @@ class TlsEndToEndTest {
         .clientConfig(DefaultJedisClientConfig.builder().from(spec.clientConfig()).resp2().build()).build()) {
       Fixture f = new Fixture(env, topic, redis, target.uri());
       TransportSide.append(env, topic, MESSAGES, i -> "{\"n\":" + i + "}");
-      try (Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+      try (Relay relay = Relay.builder(env.dataSource(), spec).schema(env.schema()).keyPrefix(env.keyPrefix())
               .topic(TopicConfig.of(topic)).build();
           StreamConsumer consumer = StreamConsumer.builder(env.dataSource(), spec)
               .schema(env.schema())
@@ -127,7 +127,7 @@ class TlsEndToEndTest {
       Fixture f = new Fixture(env, topic, redis, mutual.uri());
       TransportSide.append(env, topic, MESSAGES, i -> "{\"n\":" + i + "}");
       ListStatus status;
-      try (Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+      try (Relay relay = Relay.builder(env.dataSource(), spec).schema(env.schema()).keyPrefix(env.keyPrefix())
               .topic(TopicConfig.of(topic)).listTransport(MESSAGES).build();
           ListConsumer consumer = ListConsumer.builder(env.dataSource(), spec)
               .schema(env.schema())
@@ -154,7 +154,7 @@ class TlsEndToEndTest {
 
   /** docs/operations.md's example of a RedisConnectionSpec, line for line (DocExamplesTest checks it). */
   @Test
-  void theOperationsPageExampleConnectsTheConsumerAndTheRelaysClientOverMutualTls() throws Exception {
+  void theOperationsPageExampleConnectsTheConsumerAndTheRelayOverMutualTls() throws Exception {
     DataSource dataSource = env.dataSource();
     String redisUrl = "rediss://:tls%2Bsecret@127.0.0.1:" + mutual.port();
     String caFile = certs.caCertificate().toString();
@@ -171,12 +171,11 @@ class TlsEndToEndTest {
         .schema(env.schema()).keyPrefix(env.keyPrefix())              // the test's own
         .handler((tx, message) -> ledger.charge(tx, message))
         .build();
-    RedisClient client = RedisClient.builder().hostAndPort(redis.hostAndPort())          // for Relay.builder
-        .clientConfig(DefaultJedisClientConfig.builder().from(redis.clientConfig()).resp2().build()).build();
+    Relay relay = Relay.builder(dataSource, redis).topic("payments")
+        .schema(env.schema()).keyPrefix(env.keyPrefix())              // the test's own
+        .build();
 
-    try (client; consumer;
-        Relay relay = Relay.builder(dataSource, client).schema(env.schema()).keyPrefix(env.keyPrefix())
-            .topic("payments").build()) {
+    try (consumer; relay) {
       assertThat(redis.url().tls()).isTrue();
       relay.start();
       consumer.start();

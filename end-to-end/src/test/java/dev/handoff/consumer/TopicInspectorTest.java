@@ -58,9 +58,9 @@ class TopicInspectorTest {
   @Test
   void aStreamTopicShowsOutboxDepthLeasesStreamsBacklogAndPendingExactly() throws Exception {
     append("orders", 3, 30);
-    try (Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of("orders").withShards(3)).topic(TopicConfig.of("refunds").withShards(2)).build();
-        StreamConsumer billing = StreamConsumer.builder(env.dataSource(), env.redisUri()).schema(env.schema())
+        StreamConsumer billing = StreamConsumer.builder(env.dataSource(), env.redisSpec()).schema(env.schema())
             .keyPrefix(env.keyPrefix()).topic(TopicConfig.of("orders").withShards(3)).group("billing")
             .batchSize(4).handler((tx, m) -> { }).build();
         TopicInspector inspector = inspector()) {
@@ -138,9 +138,9 @@ class TopicInspectorTest {
   @Test
   void aListTopicShowsWaitingAndInProcessingWithOrWithoutAKnownGroup() throws Exception {
     append("jobs", 2, 10);
-    try (Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of("jobs").withShards(2)).listTransport(100).build();
-        ListConsumer workers = ListConsumer.builder(env.dataSource(), env.redisUri()).schema(env.schema())
+        ListConsumer workers = ListConsumer.builder(env.dataSource(), env.redisSpec()).schema(env.schema())
             .keyPrefix(env.keyPrefix()).topic(TopicConfig.of("jobs").withShards(2)).group("workers").batchSize(3)
             .heartbeatTtl(Duration.ofSeconds(30)).handler((tx, m) -> { }).build();
         TopicInspector inspector = inspector()) {

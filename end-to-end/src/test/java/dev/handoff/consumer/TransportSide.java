@@ -2,6 +2,7 @@ package dev.handoff.consumer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.core.Transport;
 import dev.handoff.outbox.Message;
@@ -76,14 +77,14 @@ interface TransportSide extends AutoCloseable {
 
   /** A list consumer of the fixture's topic with the settings these tests use. */
   static ListConsumerBuilder listConsumer(TestEnvironment env, Fixture f, String group) {
-    return ListConsumer.builder(env.dataSource(), f.redisUri).schema(env.schema()).keyPrefix(env.keyPrefix())
+    return ListConsumer.builder(env.dataSource(), RedisConnectionSpec.of(f.redisUri)).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(f.topic).group(group).block(Duration.ofMillis(100)).heartbeatTtl(Duration.ofSeconds(5))
         .heartbeatInterval(Duration.ofMillis(500));
   }
 
   /** A relay of one topic on the given transport. */
   static RelayBuilder relay(TestEnvironment env, String topic, Transport transport) {
-    RelayBuilder b = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    RelayBuilder b = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic));
     return transport == Transport.LIST ? b.listTransport(100_000) : b;
   }

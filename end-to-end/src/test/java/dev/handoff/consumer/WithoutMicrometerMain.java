@@ -1,6 +1,7 @@
 package dev.handoff.consumer;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.relay.Relay;
@@ -9,9 +10,6 @@ import java.net.URI;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
-import redis.clients.jedis.DefaultJedisClientConfig;
-import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.RedisClient;
 
 /**
  * Run by {@link WithoutMicrometerTest} in a JVM whose class path lacks Micrometer: appends, relays and consumes
@@ -46,15 +44,12 @@ final class WithoutMicrometerMain {
       }
       tx.commit();
     }
-    try (RedisClient redis = RedisClient.builder().hostAndPort(new HostAndPort(redisUri.getHost(), redisUri.getPort()))
-        .clientConfig(DefaultJedisClientConfig.builder().resp2().build()).build()) {
-      try (Relay relay = Relay.builder(db, redis).schema(schema).keyPrefix(prefix).topic(topic)
-          .metricsRefreshInterval(Duration.ofSeconds(1)).build()) {
-        System.out.println("published=" + relay.relayOnce().published());
-      }
+    try (Relay relay = Relay.builder(db, RedisConnectionSpec.of(redisUri)).schema(schema).keyPrefix(prefix)
+        .topic(topic).metricsRefreshInterval(Duration.ofSeconds(1)).build()) {
+      System.out.println("published=" + relay.relayOnce().published());
     }
     AtomicInteger handled = new AtomicInteger();
-    try (StreamConsumer consumer = StreamConsumer.builder(db, redisUri).schema(schema).keyPrefix(prefix)
+    try (StreamConsumer consumer = StreamConsumer.builder(db, RedisConnectionSpec.of(redisUri)).schema(schema).keyPrefix(prefix)
         .topic(topic).group("plain").block(Duration.ofMillis(100)).metricsRefreshInterval(Duration.ofSeconds(1))
         .handler((tx, m) -> handled.incrementAndGet()).build()) {
       ConsumerTestKit.drain(consumer, Duration.ofSeconds(20));

@@ -2,13 +2,13 @@ package dev.handoff.relay;
 
 import dev.handoff.core.Health;
 import dev.handoff.core.ListFormat;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.ShardId;
 import dev.handoff.core.Transport;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.Set;
 import javax.sql.DataSource;
-import redis.clients.jedis.UnifiedJedis;
 
 /**
  * Hands committed outbox rows to Redis Streams, exactly once per row into the stream, in order per shard.
@@ -47,9 +47,10 @@ public interface Relay extends AutoCloseable {
    *     {@link RelayBuilder#notificationDataSource} gives another source) and borrows one at a time for its cycles;
    *     its lease renewals, metric refreshes and LISTEN checks each borrow their own on their own threads, so up to
    *     five may be out at once (four with a notification source of its own)
-   * @param redis the Redis client (for example {@code RedisClient}); shared, never closed by the relay
+   * @param redis the Redis server or cluster, login, TLS and timeouts; the relay opens its own pool of up to 8
+   *     connections (per node of a cluster) at {@link RelayBuilder#build()} and closes it when it closes
    */
-  static RelayBuilder builder(DataSource dataSource, UnifiedJedis redis) {
+  static RelayBuilder builder(DataSource dataSource, RedisConnectionSpec redis) {
     return new RelayBuilder(dataSource, redis);
   }
 

@@ -1,9 +1,11 @@
 package dev.handoff.relay;
 
 import dev.handoff.core.CapacityPolicy;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.core.Transport;
+import dev.handoff.core.internal.RedisClients;
 import dev.handoff.core.internal.SchemaNames;
 import dev.handoff.core.internal.StreamTrimScript;
 import dev.handoff.relay.internal.DefaultRelay;
@@ -23,6 +25,10 @@ import redis.clients.jedis.UnifiedJedis;
 
 /** Builds a {@link Relay}. Not thread-safe; the built relay is. */
 public final class RelayBuilder {
+
+  /** The relay's own Redis pool: its loop, its metrics refresher and a lease takeover's checks, with room to spare. */
+  private static final int REDIS_CONNECTIONS = 8;
+  private static final Duration REDIS_POOL_WAIT = Duration.ofSeconds(5);
 
   /** Lease lifetime by default: a dead relay's shards are taken over after at most this long. */
   public static final Duration DEFAULT_LEASE_TTL = Duration.ofSeconds(10);
@@ -45,7 +51,7 @@ public final class RelayBuilder {
   public static final Duration DEFAULT_METRICS_REFRESH_INTERVAL = Duration.ofSeconds(10);
 
   private final DataSource dataSource;
-  private final UnifiedJedis redis;
+  private final RedisConnectionSpec redis;
   private DataSource notificationDataSource;
   private RelayFaults faults = RelayFaults.NONE;
   private String schema = SchemaNames.DEFAULT_SCHEMA;
@@ -75,7 +81,7 @@ public final class RelayBuilder {
   private MeterRegistry meterRegistry;
   private Duration metricsRefreshInterval = DEFAULT_METRICS_REFRESH_INTERVAL;
 
-  RelayBuilder(DataSource dataSource, UnifiedJedis redis) {
+  RelayBuilder(DataSource dataSource, RedisConnectionSpec redis) {
     this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
     this.redis = Objects.requireNonNull(redis, "redis");
   }
@@ -342,12 +348,30 @@ public final class RelayBuilder {
   }
 
   /**
-   * Validates the settings and builds the relay (not started).
+   * Validates the settings and builds the relay (not started), with a Redis pool of its own (up to 8 connections,
+   * per node of a cluster) that it closes when it closes.
    *
    * @throws IllegalArgumentException naming the first invalid setting
    */
   public Relay build() {
-    RelayConfig config = new RelayConfig(schema, keyPrefix, topics, owner != null ? owner : defaultOwner(),
+    RelayConfig config = config();
+    return build(config, RedisClients.open(redis, REDIS_CONNECTIONS, REDIS_POOL_WAIT, "handoff-relay"));
+  }
+
+  /**
+   * As {@link #build()}, on a client made by the caller instead of one opened from the spec; the relay owns it from
+   * here. Package-private: a test of the relay's Redis round trips counts them on a client of its own.
+   */
+  Relay buildOn(UnifiedJedis client) {
+    return build(config(), client);
+  }
+
+  private RelayConfig config() {
+    if (meterRegistry != null && (metricsRefreshInterval == null || metricsRefreshInterval.isNegative()
+        || metricsRefreshInterval.isZero())) {
+      throw new IllegalArgumentException("metricsRefreshInterval must be positive, was " + metricsRefreshInterval);
+    }
+    return new RelayConfig(schema, keyPrefix, topics, owner != null ? owner : defaultOwner(),
         transport,
         new RelayConfig.Publishing(minBatchSize, maxBatchSize, maxBatchBytes, idlePollInterval, listCapacity),
         new RelayConfig.Leases(leaseTtl, drainTimeout),
@@ -355,17 +379,23 @@ public final class RelayBuilder {
             retentionBudget != null ? retentionBudget : half(maintenanceInterval)),
         new RelayConfig.Trimming(trimStreams, trimLimit, trimSlack, trimMargin),
         new RelayConfig.Checks(backlogAgeThreshold, pauseOnDatabaseRewind));
-    RelayCollaborators collaborators = new RelayCollaborators(Objects.requireNonNull(listener, "listener"),
-        Objects.requireNonNull(clock, "clock"), faults);
-    if (meterRegistry == null) {
-      return new DefaultRelay(dataSource, notificationDataSource, redis, config, collaborators);
-    }
-    if (metricsRefreshInterval == null || metricsRefreshInterval.isNegative() || metricsRefreshInterval.isZero()) {
-      throw new IllegalArgumentException("metricsRefreshInterval must be positive, was " + metricsRefreshInterval);
-    }
-    return RelayMetrics.build(meterRegistry, metricsRefreshInterval, config, collaborators, dataSource, redis,
-        c -> new DefaultRelay(dataSource, notificationDataSource, redis, config, c));
   }
+
+  private Relay build(RelayConfig config, UnifiedJedis client) {
+    try {
+      RelayCollaborators collaborators = new RelayCollaborators(Objects.requireNonNull(listener, "listener"),
+          Objects.requireNonNull(clock, "clock"), faults);
+      if (meterRegistry == null) {
+        return new DefaultRelay(dataSource, notificationDataSource, client, config, collaborators);
+      }
+      return RelayMetrics.build(meterRegistry, metricsRefreshInterval, config, collaborators, dataSource, client,
+          c -> new DefaultRelay(dataSource, notificationDataSource, client, config, c));
+    } catch (RuntimeException | Error e) {
+      client.close();
+      throw e;
+    }
+  }
+
 
   private static Duration half(Duration interval) {
     return interval == null ? null : interval.dividedBy(2);

@@ -1,8 +1,10 @@
 package dev.handoff.relay;
 
 import dev.handoff.core.RedisAcl;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.TopicConfig;
+import dev.handoff.core.internal.RedisClients;
 import dev.handoff.core.internal.SchemaNames;
 import dev.handoff.relay.internal.StreamRepairs;
 import java.sql.SQLException;
@@ -47,7 +49,7 @@ import redis.clients.jedis.UnifiedJedis;
 public final class StreamRepair {
 
   private final DataSource dataSource;
-  private final UnifiedJedis redis;
+  private final RedisConnectionSpec redis;
   private final String schema;
   private final String keyPrefix;
   private final Duration outboxRetention;
@@ -65,8 +67,11 @@ public final class StreamRepair {
     this.progress = b.progress;
   }
 
-  /** A builder over the database holding handoff's tables and the Redis the relays write to. */
-  public static Builder builder(DataSource dataSource, UnifiedJedis redis) {
+  /**
+   * A builder over the database holding handoff's tables and the Redis the relays write to; each repair opens a
+   * connection of its own there and closes it when done.
+   */
+  public static Builder builder(DataSource dataSource, RedisConnectionSpec redis) {
     return new Builder(dataSource, redis);
   }
 
@@ -79,8 +84,8 @@ public final class StreamRepair {
    */
   public RepairReport repair(String topic, boolean dryRun) {
     TopicConfig.requireValidName(topic);
-    try {
-      return StreamRepairs.repair(dataSource, redis, schema, keyPrefix, outboxRetention, topic, dryRun, progress);
+    try (UnifiedJedis client = RedisClients.open(redis, 1, Duration.ofSeconds(5), "handoff-repair")) {
+      return StreamRepairs.repair(dataSource, client, schema, keyPrefix, outboxRetention, topic, dryRun, progress);
     } catch (SQLException e) {
       throw new RepairException("repair of topic " + topic + " failed on the database: " + e.getMessage(), e);
     }
@@ -89,13 +94,13 @@ public final class StreamRepair {
   /** The settings of a {@link StreamRepair}. Not thread-safe. */
   public static final class Builder {
     private final DataSource dataSource;
-    private final UnifiedJedis redis;
+    private final RedisConnectionSpec redis;
     private String schema = "handoff";
     private String keyPrefix = StreamFormat.DEFAULT_KEY_PREFIX;
     private Duration outboxRetention = RelayBuilder.DEFAULT_OUTBOX_RETENTION;
     private Consumer<String> progress = line -> {};
 
-    private Builder(DataSource dataSource, UnifiedJedis redis) {
+    private Builder(DataSource dataSource, RedisConnectionSpec redis) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
       this.redis = Objects.requireNonNull(redis, "redis");
     }

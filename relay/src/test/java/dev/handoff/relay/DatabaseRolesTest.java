@@ -266,7 +266,7 @@ class DatabaseRolesTest {
   }
 
   private RelayBuilder relay(DataSource db, String topic) {
-    return Relay.builder(db, env.redis())
+    return Relay.builder(db, env.redisSpec())
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic).withShards("orders".equals(topic) ? 2 : 1))

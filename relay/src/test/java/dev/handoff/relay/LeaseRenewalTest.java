@@ -180,7 +180,7 @@ class LeaseRenewalTest {
     AtomicInteger borrowsAtTheError = new AtomicInteger(-1);
     DataSource failingOnce = erroringOnceOnTheLeaseThread(env.dataSource(), leaseThreadBorrows, borrowsAtTheError);
     try (LogCapture logs = LogCapture.start();
-        Relay relay = Relay.builder(failingOnce, env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+        Relay relay = Relay.builder(failingOnce, env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
             .topic(TopicConfig.of(TOPIC)).owner("relay-error").leaseTtl(TTL)
             .idlePollInterval(Duration.ofMillis(50)).build()) {
       relay.start();
@@ -201,7 +201,7 @@ class LeaseRenewalTest {
   }
 
   private RelayBuilder relay(String owner, TopicConfig topic) {
-    return Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    return Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(topic).owner(owner).leaseTtl(TTL).idlePollInterval(Duration.ofMillis(50));
   }
 

@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.handoff.core.ListFormat;
 import dev.handoff.core.RedisAcl;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.core.Transport;
@@ -21,10 +22,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
-import redis.clients.jedis.DefaultJedisClientConfig;
-import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
-import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.exceptions.JedisAccessControlException;
 import redis.clients.jedis.params.XReadGroupParams;
@@ -60,8 +58,7 @@ class RelayAclTest {
     String topic = "acl-" + transport.name().toLowerCase();
     setUser("relay", RedisAcl.relay(env.keyPrefix(), transport));
     RelayTestSupport.append(env, topic, ROWS);
-    try (RedisClient redis = login("relay");
-        Relay relay = build(relay(redis, topic), transport)) {
+    try (Relay relay = build(relay("relay", topic), transport)) {
       await().atMost(Duration.ofSeconds(20)).until(() -> {
         relay.relayOnce();
         return RelayTestSupport.unpublished(env) == 0;
@@ -84,8 +81,7 @@ class RelayAclTest {
     RelayTestSupport.append(env, topic, ROWS);
     List<Throwable> errors = new CopyOnWriteArrayList<>();
     List<Duration> pauses = new CopyOnWriteArrayList<>();
-    try (RedisClient redis = login("relay");
-        Relay relay = relay(redis, topic)
+    try (Relay relay = relay("relay", topic)
             .listener(new RelayListener() {
               @Override
               public void failed(Throwable error) {
@@ -131,8 +127,7 @@ class RelayAclTest {
     String stream = StreamFormat.streamKey(env.keyPrefix(), topic, 0);
     setUser("relay", RedisAcl.relay(env.keyPrefix()));
     RelayTestSupport.append(env, topic, ROWS);
-    try (RedisClient redis = login("relay");
-        Relay relay = relay(redis, topic).build()) {
+    try (Relay relay = relay("relay", topic).build()) {
       relay.relayOnce();
       try (Jedis admin = admin()) {
         admin.xgroupCreate(stream, "g", new StreamEntryID(0, 0), false);
@@ -148,7 +143,7 @@ class RelayAclTest {
         assertThat(r.acknowledged()).isEqualTo(Map.of("g", 1));
       });
       assertThat(relay.relayOnce().published()).isEqualTo(2);
-      RepairReport again = StreamRepair.builder(env.dataSource(), redis).schema(env.schema())
+      RepairReport again = StreamRepair.builder(env.dataSource(), login("relay")).schema(env.schema())
           .keyPrefix(env.keyPrefix()).build().repair(topic, false);
       assertThat(again.rowsReset() + again.acknowledged() + again.unrecoverable()).isZero();
     }
@@ -163,8 +158,7 @@ class RelayAclTest {
     String topic = "acl-no-xinfo";
     setUser("relay", RedisAcl.relay(env.keyPrefix()) + " -xinfo|stream");
     RelayTestSupport.append(env, topic, ROWS);
-    try (RedisClient redis = login("relay");
-        Relay relay = relay(redis, topic).build()) {
+    try (Relay relay = relay("relay", topic).build()) {
       assertThatThrownBy(relay::relayOnce)
           .isInstanceOf(JedisAccessControlException.class)
           .hasMessageContaining("Redis ACL refused XINFO|STREAM on [" + StreamFormat.streamKey(env.keyPrefix(), topic,
@@ -173,8 +167,8 @@ class RelayAclTest {
     assertThat(RelayTestSupport.unpublished(env)).isEqualTo(ROWS);
   }
 
-  private RelayBuilder relay(RedisClient redis, String topic) {
-    return Relay.builder(env.dataSource(), redis)
+  private RelayBuilder relay(String user, String topic) {
+    return Relay.builder(env.dataSource(), login(user))
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic))
@@ -194,10 +188,9 @@ class RelayAclTest {
     }
   }
 
-  private RedisClient login(String user) {
-    return RedisClient.builder().hostAndPort(new HostAndPort("127.0.0.1", server.port()))
-        .clientConfig(DefaultJedisClientConfig.builder().resp2().user(user).password(user + "-secret").build())
-        .build();
+  /** The server, logged in as {@code user}. */
+  private RedisConnectionSpec login(String user) {
+    return RedisConnectionSpec.of("redis://" + user + ":" + user + "-secret@127.0.0.1:" + server.port());
   }
 
   private Jedis admin() {

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.outbox.Message;
@@ -22,7 +23,6 @@ import java.util.List;
 import java.util.Set;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
-import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.resps.StreamEntry;
 
 /**
@@ -130,12 +130,12 @@ class RelayBehindPgBouncerTest {
         HikariDataSource app = pgbouncer.newDataSource(2, "prepareThreshold", "0");
         LogCapture logs = LogCapture.start()) {
       DataSource directDataSource = env.newDataSource(1);
-      RedisClient redis = env.redis();
+      RedisConnectionSpec redis = env.redisSpec();
       topic = "payments";
       shards = 4;
       appended = 0;
 
-      Relay relay = Relay.builder(pooledDataSource, redis)          // through PgBouncer, transaction pooling
+      Relay relay = Relay.builder(pooledDataSource, redis)                     // through PgBouncer, transaction pooling
           .notificationDataSource(directDataSource)                 // one connection held, straight to PostgreSQL
           .topic(TopicConfig.of("payments").withShards(4))
           .schema(env.schema()).keyPrefix(env.keyPrefix())          // the test's own
@@ -177,7 +177,7 @@ class RelayBehindPgBouncerTest {
   }
 
   private RelayBuilder relay(DataSource pool) {
-    return Relay.builder(pool, env.redis())
+    return Relay.builder(pool, env.redisSpec())
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic));

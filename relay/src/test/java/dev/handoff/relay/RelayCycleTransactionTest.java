@@ -47,7 +47,7 @@ class RelayCycleTransactionTest {
     append(300);
     AtomicInteger writes = new AtomicInteger();
     AtomicLong foundAgain = new AtomicLong();
-    try (Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TOPIC).faults(new RelayFaults() {
           @Override
           public void afterStreamWrite(ShardId shard, int rows) {

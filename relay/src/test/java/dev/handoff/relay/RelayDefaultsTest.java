@@ -21,7 +21,7 @@ class RelayDefaultsTest {
   }
 
   private RelayConfig relayDefaults() {
-    return Relay.builder(env.dataSource(), env.redis()).topic("defaults").build().config();
+    return Relay.builder(env.dataSource(), env.redisSpec()).topic("defaults").build().config();
   }
 
   @Test

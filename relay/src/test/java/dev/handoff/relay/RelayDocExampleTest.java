@@ -3,6 +3,7 @@ package dev.handoff.relay;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.ShardId;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.TopicConfig;
@@ -20,7 +21,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
-import redis.clients.jedis.RedisClient;
 
 /**
  * The Java example of docs/relay.md ("Running it"), line for line (DocExamplesTest checks it), on the test's schema
@@ -41,11 +41,11 @@ class RelayDocExampleTest {
   @Test
   void theRelayPublishesEveryShardAndReleasesItsLeasesOnClose() throws SQLException {
     DataSource dataSource = env.dataSource();
-    RedisClient redisClient = env.redis();
+    RedisConnectionSpec redis = env.redisSpec();
     Metrics metrics = new Metrics();
     append(ROWS);
 
-    Relay relay = Relay.builder(dataSource, redisClient)     // any UnifiedJedis, e.g. RedisClient
+    Relay relay = Relay.builder(dataSource, redis)                // server or cluster, login, TLS: its own pool
         .schema(env.schema()).keyPrefix(env.keyPrefix())     // the test's own
         .topic(TopicConfig.of("payments").withShards(4))      // shard count must match the producers'
         .listener(metrics)                                    // optional RelayListener
@@ -61,7 +61,7 @@ class RelayDocExampleTest {
 
     long entries = 0;
     for (int shard = 0; shard < 4; shard++) {
-      entries += redisClient.xlen(StreamFormat.streamKey(env.keyPrefix(), "payments", shard));
+      entries += env.redis().xlen(StreamFormat.streamKey(env.keyPrefix(), "payments", shard));
     }
     assertThat(entries).isEqualTo(ROWS);
     assertThat(metrics.published.get()).isEqualTo(ROWS);

@@ -125,7 +125,7 @@ class RelayExactlyOnceTest {
       tx.commit();
     }
     java.util.concurrent.atomic.AtomicInteger written = new java.util.concurrent.atomic.AtomicInteger();
-    Relay crashing = Relay.builder(env.dataSource(), env.redis()).schema(env.schema())
+    Relay crashing = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema())
         .keyPrefix(env.keyPrefix()).topic(topic).leaseTtl(Duration.ofMillis(600)).faults(new RelayFaults() {
           @Override
           public void afterStreamWrite(ShardId shard, int rows) {
@@ -146,7 +146,7 @@ class RelayExactlyOnceTest {
     }
     assertThat(env.queryLong("select count(*) from outbox where published_at is not null")).isZero();
 
-    long resent = RelayTestSupport.relayUntilPublished(env, Relay.builder(env.dataSource(), env.redis())
+    long resent = RelayTestSupport.relayUntilPublished(env, Relay.builder(env.dataSource(), env.redisSpec())
         .schema(env.schema()).keyPrefix(env.keyPrefix()).topic(topic).leaseTtl(Duration.ofMillis(600)));
     assertThat(resent).as("every crashed batch was re-sent and found in its stream").isEqualTo(inStreams);
     long total = 0;

@@ -53,7 +53,7 @@ class RelayFoldedMarkTest {
     appendKeyed(env, TOPIC, ROWS);
     TransactionRecorder recorder = new TransactionRecorder(env.dataSource());
     RelayCycle cycle;
-    try (Relay relay = Relay.builder(recorder, env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(recorder, env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TOPIC).batchSize(BATCH, BATCH).build()) {
       cycle = relay.relayOnce();
     }

@@ -23,7 +23,6 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.RedisClient;
-import redis.clients.jedis.UnifiedJedis;
 
 /**
  * {@link Relay#health()} for each of its reasons, with real faults: Redis stopped, a revoked grant, a cycle that
@@ -212,8 +211,8 @@ class RelayHealthTest {
     }
   }
 
-  private RelayBuilder relay(DataSource db, UnifiedJedis redis, String topic) {
-    return Relay.builder(db, redis).schema(env.schema()).keyPrefix(env.keyPrefix()).topic(TopicConfig.of(topic))
+  private RelayBuilder relay(DataSource db, RedisClient redis, String topic) {
+    return Relay.builder(db, env.specOf(redis)).schema(env.schema()).keyPrefix(env.keyPrefix()).topic(TopicConfig.of(topic))
         .idlePollInterval(Duration.ofMillis(100));
   }
 

@@ -84,7 +84,7 @@ class RelayLifecycleTest {
   void anErrorThrownByAListenerIsLoggedAndTheStartedRelayCarriesOn() throws Exception {
     AtomicBoolean thrown = new AtomicBoolean();
     String key = StreamFormat.streamKey(env.keyPrefix(), "errors", 0);
-    try (Relay relay = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of("errors")).idlePollInterval(Duration.ofMillis(50))
         .listener(new RelayListener() {
           @Override
@@ -147,7 +147,7 @@ class RelayLifecycleTest {
   }
 
   private RelayBuilder relay() {
-    RelayBuilder b = Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    RelayBuilder b = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .listTransport(CAPACITY).leaseTtl(Duration.ofSeconds(30)).idlePollInterval(Duration.ofMillis(50));
     TOPICS.forEach(t -> b.topic(TopicConfig.of(t)));
     return b;

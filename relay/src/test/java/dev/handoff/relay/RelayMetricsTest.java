@@ -136,7 +136,7 @@ class RelayMetricsTest {
     MeterRegistry registry = new SimpleMeterRegistry();
     AtomicLong heard = new AtomicLong();
     String key = StreamFormat.streamKey(env.keyPrefix(), topic, 0);
-    try (Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(env.dataSource(), env.specOf(redis)).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(topic).meterRegistry(registry).listener(new RelayListener() {
           @Override
           public void streamLost(ShardId shard, long republished) {
@@ -166,7 +166,7 @@ class RelayMetricsTest {
     MeterRegistry registry = new SimpleMeterRegistry();
     Tags shard = Tags.of("topic", topic, "shard", "0");
     try (LogCapture logs = LogCapture.start();
-        Relay relay = Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+        Relay relay = Relay.builder(env.dataSource(), env.specOf(redis)).schema(env.schema()).keyPrefix(env.keyPrefix())
             .topic(topic).meterRegistry(registry).metricsRefreshInterval(Duration.ofMillis(50)).build()) {
       RelayTestSupport.append(env, topic, 3);
       relay.relayOnce();

@@ -134,9 +134,9 @@ class RelayPipelinedWriteTest {
   }
 
   private Relay relay(RelayFaults faults) {
-    return Relay.builder(env.dataSource(), redis).schema(env.schema()).keyPrefix(env.keyPrefix())
+    return Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(TOPIC).withShards(SHARDS)).batchSize(ROWS, ROWS)
-        .idlePollInterval(Duration.ofMillis(100)).faults(faults).build();
+        .idlePollInterval(Duration.ofMillis(100)).faults(faults).buildOn(redis);
   }
 
   @BeforeEach

@@ -169,7 +169,7 @@ class RelayRedisLossAndRetentionTest {
 
 
   private RelayBuilder relay(RedisClient redis, String topic) {
-    return Relay.builder(env.dataSource(), redis)
+    return Relay.builder(env.dataSource(), env.specOf(redis))
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic))

@@ -77,7 +77,7 @@ class RelaySharingAndAnomalyTest {
     AtomicInteger anomalies = new AtomicInteger();
     AtomicBoolean strangerWrites = new AtomicBoolean();
     long future = System.currentTimeMillis() + 60_000;
-    Relay relay = Relay.builder(env.dataSource(), env.redis())
+    Relay relay = Relay.builder(env.dataSource(), env.redisSpec())
         .schema(env.schema()).keyPrefix(env.keyPrefix()).topic(TopicConfig.of("orders"))
         .listener(new RelayListener() {
           @Override
@@ -114,9 +114,9 @@ class RelaySharingAndAnomalyTest {
   @Test
   void aSecondKeyPrefixOnTheSameSchemaIsRefusedInsteadOfTakenForDataLoss() throws Exception {
     appendTo("orders", 5);
-    try (Relay first = Relay.builder(env.dataSource(), env.redis()).schema(env.schema())
+    try (Relay first = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema())
             .keyPrefix(env.keyPrefix()).topic(TopicConfig.of("orders")).build();
-        Relay other = Relay.builder(env.dataSource(), env.redis()).schema(env.schema())
+        Relay other = Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema())
             .keyPrefix(env.keyPrefix() + "-other").topic(TopicConfig.of("refunds")).topic(TopicConfig.of("orders"))
             .build()) {
       assertThat(first.relayOnce().published()).isEqualTo(5);
@@ -140,7 +140,7 @@ class RelaySharingAndAnomalyTest {
   }
 
   private dev.handoff.relay.RelayBuilder relay() {
-    return Relay.builder(env.dataSource(), env.redis())
+    return Relay.builder(env.dataSource(), env.redisSpec())
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of("payments").withShards(4))

@@ -120,7 +120,7 @@ final class RelayTestSupport {
 
   /** A relay of {@code topic} (one shard) that looks for rows every 100 ms when idle. */
   static RelayBuilder relay(TestEnvironment env, String topic) {
-    return Relay.builder(env.dataSource(), env.redis())
+    return Relay.builder(env.dataSource(), env.redisSpec())
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic))

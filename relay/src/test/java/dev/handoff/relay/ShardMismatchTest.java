@@ -80,7 +80,7 @@ class ShardMismatchTest {
   }
 
   private Relay relay(String owner, int shards) {
-    return Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    return Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(TOPIC).withShards(shards)).owner(owner).idlePollInterval(Duration.ofMillis(50))
         .build();
   }

@@ -2,11 +2,13 @@ package dev.handoff.relay;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.RestartableRedis;
 import dev.handoff.testing.TestEnvironment;
 import java.sql.Connection;
 import java.util.ArrayList;
@@ -37,10 +39,12 @@ class StreamRepairExampleTest {
   void theRepairResetsTheRowsOfDeletedEntriesAndAcknowledgesTheGonePendingOne() throws Exception {
     DataSource dataSource = env.newDatabase();
     HandoffMigrations.migrate(dataSource);
-    RedisClient redisClient = env.newRedisClient(env.privateRedis().uri());
+    RestartableRedis server = env.privateRedis();
+    RedisConnectionSpec redis = server.spec();
+    RedisClient redisClient = env.newRedisClient(server.uri());
     String key = StreamFormat.streamKey("handoff", "orders", 0);
     List<RelayTestSupport.Entry> entries;
-    try (Relay relay = Relay.builder(dataSource, redisClient).topic("orders").build()) {
+    try (Relay relay = Relay.builder(dataSource, redis).topic("orders").build()) {
       append(dataSource, 10);
       assertThat(relay.relayOnce().published()).isEqualTo(10);
       redisClient.xgroupCreate(key, "shipping", new StreamEntryID(0, 0), false);
@@ -52,7 +56,7 @@ class StreamRepairExampleTest {
       assertThat(redisClient.xdel(key, new StreamEntryID(pending.id()), new StreamEntryID(undelivered.id())))
           .isEqualTo(2);
 
-      RepairReport report = StreamRepair.builder(dataSource, redisClient).schema("handoff").keyPrefix("handoff").build()
+      RepairReport report = StreamRepair.builder(dataSource, redis).schema("handoff").keyPrefix("handoff").build()
           .repair("orders", false);                     // true: a dry run
       report.rowsReset(); report.acknowledged(); report.unrecoverable();
 

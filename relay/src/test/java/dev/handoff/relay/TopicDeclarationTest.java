@@ -116,7 +116,7 @@ class TopicDeclarationTest {
   }
 
   private Relay relay(String owner, String topic, int shards) {
-    return Relay.builder(env.dataSource(), env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    return Relay.builder(env.dataSource(), env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic).withShards(shards)).owner(owner).build();
   }
 

@@ -76,7 +76,7 @@ abstract class LedgerEndToEndTest {
     int poison = faults.payments / faults.poisonEvery;
     LedgerMigrations.migrate(env.dataSource(), env.schema());
     PaymentService payments = new PaymentService(env.dataSource(), env.schema());
-    Relay relay = faults.relay(Relay.builder(env.dataSource(), env.redis())
+    Relay relay = faults.relay(Relay.builder(env.dataSource(), env.redisSpec())
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
         .topic(PaymentEvents.TOPIC_CONFIG)).build();

@@ -51,7 +51,7 @@ final class LedgerTestSupport {
   }
 
   Relay relay() {
-    return Relay.builder(env.dataSource(), env.redis())
+    return Relay.builder(env.dataSource(), env.redisSpec())
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
         .topic(PaymentEvents.TOPIC_CONFIG)

@@ -64,7 +64,7 @@ abstract class LedgerThroughPgBouncerTest {
         HikariDataSource handoff = pgbouncer.newDataSource(8);
         HikariDataSource app = pgbouncer.newDataSource(4, "prepareThreshold", "0");
         LogCapture logs = LogCapture.start()) {
-      RelayBuilder builder = Relay.builder(handoff, env.redis())
+      RelayBuilder builder = Relay.builder(handoff, env.redisSpec())
           .schema(env.schema())
           .keyPrefix(env.keyPrefix())
           .topic(PaymentEvents.TOPIC_CONFIG);

@@ -37,7 +37,7 @@ class ListStatusCommandTest {
     // given: 100 payments (about 25 per shard), a list relay of capacity 5 per shard, and a consumer that dies after its
     // first batch (2 elements of one shard) committed, before its LREM
     assertThat(t.cli("pay", "--count", "100").exit()).isZero();
-    Relay relay = Relay.builder(env.dataSource(), env.redis())
+    Relay relay = Relay.builder(env.dataSource(), env.redisSpec())
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
         .topic(PaymentEvents.TOPIC_CONFIG)

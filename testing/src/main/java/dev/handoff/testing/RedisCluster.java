@@ -1,5 +1,6 @@
 package dev.handoff.testing;
 
+import dev.handoff.core.RedisConnectionSpec;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -130,6 +131,12 @@ public final class RedisCluster implements AutoCloseable {
   }
 
   /** The address of every node, masters and replicas, for a cluster client's seed list. */
+  /** How handoff's builders reach this cluster: every master as a seed. */
+  public RedisConnectionSpec spec() {
+    HostAndPort first = seeds().iterator().next();
+    return RedisConnectionSpec.builder("redis://" + first.getHost() + ":" + first.getPort()).cluster(seeds()).build();
+  }
+
   public Set<HostAndPort> seeds() {
     Set<HostAndPort> seeds = new LinkedHashSet<>();
     nodes.stream().filter(ClusterNode::alive).forEach(n -> seeds.add(n.address()));

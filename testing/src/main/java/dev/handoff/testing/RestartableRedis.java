@@ -1,5 +1,6 @@
 package dev.handoff.testing;
 
+import dev.handoff.core.RedisConnectionSpec;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -43,6 +44,11 @@ public final class RestartableRedis implements AutoCloseable {
 
   public int port() {
     return port;
+  }
+
+  /** How handoff's builders reach this server. */
+  public RedisConnectionSpec spec() {
+    return RedisConnectionSpec.of(uri());
   }
 
   public URI uri() {

@@ -1,6 +1,7 @@
 package dev.handoff.testing;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.migrations.HandoffMigrations;
 import java.net.URI;
 import java.sql.Connection;
@@ -10,8 +11,10 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import javax.sql.DataSource;
 import redis.clients.jedis.RedisClient;
@@ -30,6 +33,7 @@ public final class TestEnvironment implements AutoCloseable {
   private final TestServers.Postgres postgres;
   private final HikariDataSource dataSource;
   private final URI redisUri;
+  private final Map<RedisClient, URI> serversOfClients = new IdentityHashMap<>();
   private final RedisClient redis;
   private final List<AutoCloseable> resources = new ArrayList<>();
 
@@ -80,6 +84,11 @@ public final class TestEnvironment implements AutoCloseable {
     return redis;
   }
 
+  /** How handoff's builders reach the shared Redis server. */
+  public RedisConnectionSpec redisSpec() {
+    return RedisConnectionSpec.of(redisUri);
+  }
+
   public URI redisUri() {
     return redisUri;
   }
@@ -88,7 +97,21 @@ public final class TestEnvironment implements AutoCloseable {
   public RedisClient newRedisClient(URI uri) {
     RedisClient client = redisClient(uri);
     resources.add(client);
+    serversOfClients.put(client, uri);
     return client;
+  }
+
+  /**
+   * How handoff's builders reach the server of {@code client}, one of this environment's ({@link #redis()} or a
+   * {@link #newRedisClient} client): for a test that checks a server with its own client and hands the relay or a
+   * consumer the same server.
+   */
+  public RedisConnectionSpec specOf(RedisClient client) {
+    URI uri = client == redis ? redisUri : serversOfClients.get(client);
+    if (uri == null) {
+      throw new IllegalArgumentException("not a client of this environment: " + client);
+    }
+    return RedisConnectionSpec.of(uri);
   }
 
   /** A new pool to the shared PostgreSQL server, closed with this environment. */

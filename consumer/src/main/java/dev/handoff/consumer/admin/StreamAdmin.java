@@ -1,15 +1,16 @@
 package dev.handoff.consumer.admin;
 
 import dev.handoff.consumer.HandoffConsumer;
-import dev.handoff.consumer.internal.RedisConnections;
 import dev.handoff.consumer.internal.StreamRewinder;
 import dev.handoff.consumer.internal.StreamTrimmer;
 import dev.handoff.consumer.internal.TopicShards;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.TopicConfig;
+import dev.handoff.core.internal.RedisClients;
 import dev.handoff.core.internal.SchemaNames;
 import dev.handoff.core.internal.StreamTrimScript;
+import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Consumer;
@@ -22,8 +23,8 @@ import redis.clients.jedis.UnifiedJedis;
  * its {@code relay_lease} rows when a {@link Builder#dataSource DataSource} is given, else the stream keys present
  * in Redis ({@code SCAN}; a single Redis, not a cluster).
  *
- * <p>Thread-safe. Built on a {@link RedisConnectionSpec} it owns its connections and {@link #close} ends them; on a
- * caller's {@link UnifiedJedis} it leaves that client open.
+ * <p>Thread-safe. It owns its connections to the {@link RedisConnectionSpec} it was built on, and {@link #close}
+ * ends them.
  */
 public final class StreamAdmin implements AutoCloseable {
 
@@ -31,14 +32,12 @@ public final class StreamAdmin implements AutoCloseable {
   public static final int DEFAULT_COUNT_LIMIT = 10_000;
 
   private final UnifiedJedis redis;
-  private final boolean ownsRedis;
   private final TopicShards shards;
   private final StreamRewinder rewinder;
   private final StreamTrimmer trimmer;
 
   private StreamAdmin(Builder b) {
-    this.ownsRedis = b.spec != null;
-    this.redis = ownsRedis ? RedisConnections.admin(b.spec) : b.redis;
+    this.redis = RedisClients.open(b.spec, 2, Duration.ofSeconds(5), "handoff-admin");
     this.shards = new TopicShards(redis, b.keyPrefix, b.dataSource, b.schema);
     this.rewinder = new StreamRewinder(redis, b.keyPrefix, b.countLimit);
     this.trimmer = new StreamTrimmer(redis, b.keyPrefix, b.countLimit, StreamTrimScript.DEFAULT_LIMIT);
@@ -46,12 +45,7 @@ public final class StreamAdmin implements AutoCloseable {
 
   /** An admin that opens its own connections to {@code redis}. */
   public static Builder builder(RedisConnectionSpec redis) {
-    return new Builder(Objects.requireNonNull(redis, "redis"), null);
-  }
-
-  /** An admin on the caller's client, which it does not close. */
-  public static Builder builder(UnifiedJedis redis) {
-    return new Builder(null, Objects.requireNonNull(redis, "redis"));
+    return new Builder(Objects.requireNonNull(redis, "redis"));
   }
 
   /**
@@ -125,27 +119,23 @@ public final class StreamAdmin implements AutoCloseable {
         + " and no stream in Redis under this key prefix", RewindRefusedException.Reason.NO_SHARD, -1, null, null);
   }
 
-  /** Closes the connections this admin opened; a caller's client is left open. */
+  /** Closes this admin's connections. */
   @Override
   public void close() {
-    if (ownsRedis) {
-      redis.close();
-    }
+    redis.close();
   }
 
   /** Builds a {@link StreamAdmin}. Not thread-safe. */
   public static final class Builder {
 
     private final RedisConnectionSpec spec;
-    private final UnifiedJedis redis;
     private String keyPrefix = StreamFormat.DEFAULT_KEY_PREFIX;
     private DataSource dataSource;
     private String schema = SchemaNames.DEFAULT_SCHEMA;
     private int countLimit = DEFAULT_COUNT_LIMIT;
 
-    private Builder(RedisConnectionSpec spec, UnifiedJedis redis) {
+    private Builder(RedisConnectionSpec spec) {
       this.spec = spec;
-      this.redis = redis;
     }
 
     /** The prefix of the topic's Redis keys. Defaults to {@code handoff}. */

@@ -1,6 +1,5 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.core.RedisConnectionSpec;
 import java.time.Duration;
 import java.util.Set;
 import java.util.function.Supplier;
@@ -22,11 +21,6 @@ import redis.clients.jedis.exceptions.JedisConnectionException;
 public final class RedisConnections {
 
   private RedisConnections() {}
-
-  /** The connections of an operator's tool ({@code StreamAdmin}): two, each call waiting at most 5 s for one. */
-  public static UnifiedJedis admin(RedisConnectionSpec spec) {
-    return commands(spec.hostAndPort(), spec.clusterNodes(), spec.clientConfig(), 2, Duration.ofSeconds(5));
-  }
 
   /**
    * A pool of {@code size} connections for ordinary commands: to {@code server}, or with {@code cluster} seeds a

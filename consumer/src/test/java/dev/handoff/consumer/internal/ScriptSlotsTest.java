@@ -163,7 +163,7 @@ class ScriptSlotsTest {
   @Test
   void rewindAndTrimRunOnEveryShardThroughTheClusterClient() {
     try (RedisClusterClient client = cluster.newClient();
-        StreamAdmin admin = StreamAdmin.builder(client).keyPrefix("handoff").build()) {
+        StreamAdmin admin = StreamAdmin.builder(cluster.spec()).keyPrefix("handoff").build()) {
       for (int shard = 0; shard < SHARDS; shard++) {
         String stream = StreamFormat.streamKey("handoff", "rewound", shard);
         client.xgroupCreate(stream, "g", new StreamEntryID(0, 0), true);

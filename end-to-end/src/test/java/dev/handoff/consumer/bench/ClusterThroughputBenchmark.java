@@ -2,6 +2,7 @@ package dev.handoff.consumer.bench;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.consumer.StreamConsumer;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Message;
@@ -99,8 +100,8 @@ public final class ClusterThroughputBenchmark {
       }
     }
     double relayRate;
-    try (UnifiedJedis redis = t.client().get();
-        Relay relay = Relay.builder(ds, redis).schema(SCHEMA).keyPrefix(prefix).topic(TOPIC).build()) {
+    RedisConnectionSpec redis = RedisConnectionSpec.builder("redis://" + t.server()).cluster(t.seeds()).build();
+    try (Relay relay = Relay.builder(ds, redis).schema(SCHEMA).keyPrefix(prefix).topic(TOPIC).build()) {
       long start = System.nanoTime();
       long published = 0;
       while (published < rows) {
@@ -109,7 +110,7 @@ public final class ClusterThroughputBenchmark {
       relayRate = rows / ((System.nanoTime() - start) / 1e9);
     }
     double consumeRate;
-    try (StreamConsumer consumer = StreamConsumer.builder(ds, t.server()).redisCluster(t.seeds()).schema(SCHEMA)
+    try (StreamConsumer consumer = StreamConsumer.builder(ds, redis).schema(SCHEMA)
         .keyPrefix(prefix).topic(TOPIC).group("bench").workers(2).batchSize(100).handler((tx, m) -> { })
         .build()) {
       long start = System.nanoTime();

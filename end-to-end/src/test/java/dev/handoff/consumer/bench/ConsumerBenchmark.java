@@ -6,6 +6,7 @@ import dev.handoff.consumer.FailureIsolation;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.StreamConsumerBuilder;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.StreamMessage;
 import dev.handoff.migrations.HandoffMigrations;
@@ -179,7 +180,7 @@ public final class ConsumerBenchmark {
     }
     AtomicLong settled = new AtomicLong();
     CountDownLatch done = new CountDownLatch(1);
-    StreamConsumerBuilder builder = StreamConsumer.builder(ds, redisUri)
+    StreamConsumerBuilder builder = StreamConsumer.builder(ds, RedisConnectionSpec.of(redisUri))
         .schema(SCHEMA)
         .keyPrefix(PREFIX)
         .topic(TOPIC)

@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.MessageHandler;
 import dev.handoff.consumer.StreamConsumer;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
@@ -79,7 +80,7 @@ public final class ListBenchmark {
         ps.executeUpdate();
       }
     };
-    RelayBuilder relayBuilder = Relay.builder(ds, redis).schema(SCHEMA).keyPrefix(PREFIX).topic(topic)
+    RelayBuilder relayBuilder = Relay.builder(ds, RedisConnectionSpec.of(TestServers.redis())).schema(SCHEMA).keyPrefix(PREFIX).topic(topic)
         .idlePollInterval(Duration.ofMillis(50));
     if (list) {
       relayBuilder.listTransport(10_000);
@@ -98,14 +99,14 @@ public final class ListBenchmark {
   }
 
   private static AutoCloseable startList(HikariDataSource ds, HostAndPort address, String topic, MessageHandler h) {
-    ListConsumer c = ListConsumer.builder(ds, address).schema(SCHEMA).keyPrefix(PREFIX).topic(topic).group("bench")
+    ListConsumer c = ListConsumer.builder(ds, RedisConnectionSpec.of("redis://" + address)).schema(SCHEMA).keyPrefix(PREFIX).topic(topic).group("bench")
         .handler(h).batchSize(100).block(Duration.ofMillis(200)).build();
     c.start();
     return c;
   }
 
   private static AutoCloseable startStream(HikariDataSource ds, HostAndPort address, String topic, MessageHandler h) {
-    StreamConsumer c = StreamConsumer.builder(ds, address).schema(SCHEMA).keyPrefix(PREFIX).topic(topic)
+    StreamConsumer c = StreamConsumer.builder(ds, RedisConnectionSpec.of("redis://" + address)).schema(SCHEMA).keyPrefix(PREFIX).topic(topic)
         .group("bench").handler(h).batchSize(100).block(Duration.ofMillis(200)).build();
     c.start();
     return c;

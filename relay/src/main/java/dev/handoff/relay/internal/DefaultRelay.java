@@ -65,13 +65,16 @@ public final class DefaultRelay implements Relay {
   private final RelayFailures failures;
   private final RelayHealth health;
   private volatile MetricsRefresher metrics;
+  private final UnifiedJedis redis; // the relay's own pool, closed with it
 
   /**
    * @param notificationDataSource where the LISTEN connection comes from; {@code dataSource} when null
+   * @param redis the relay's own client, which it closes when it closes
    */
   public DefaultRelay(DataSource dataSource, DataSource notificationDataSource, UnifiedJedis redis,
       RelayConfig config, RelayCollaborators collaborators) {
     this.dataSource = Statements.sessionFree(dataSource);
+    this.redis = redis;
     // The pool itself, not the session-free wrapper: a LISTEN connection that fails is evicted from it by handle.
     this.notificationDataSource = notificationDataSource != null ? notificationDataSource : dataSource;
     this.config = config;
@@ -241,6 +244,7 @@ public final class DefaultRelay implements Relay {
       return drained;
     } finally {
       MetricsRefresher.close(metrics);
+      redis.close(); // a thread still in a call fails there, and stops at its next look at the state
       closeOutcome.complete(drained);
       if (loop != null && !loop.isAlive()) {
         state.set(State.CLOSED);

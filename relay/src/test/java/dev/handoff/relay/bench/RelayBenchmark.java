@@ -1,6 +1,7 @@
 package dev.handoff.relay.bench;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.StreamMessage;
 import dev.handoff.core.TopicConfig;
@@ -65,7 +66,7 @@ public final class RelayBenchmark {
         reset(ds, redis, key);
         fill(ds, rows);
         long start = System.nanoTime();
-        try (Relay relay = Relay.builder(ds, redis).schema(SCHEMA).keyPrefix(PREFIX)
+        try (Relay relay = Relay.builder(ds, RedisConnectionSpec.of(TestServers.redis())).schema(SCHEMA).keyPrefix(PREFIX)
             .topic(TopicConfig.of("payments")).build()) {
           relay.relayOnce();
         }
@@ -120,7 +121,7 @@ public final class RelayBenchmark {
       }
     }, "latency-reader");
     reader.start();
-    try (Relay relay = Relay.builder(ds, redis).schema(SCHEMA).keyPrefix(PREFIX)
+    try (Relay relay = Relay.builder(ds, RedisConnectionSpec.of(TestServers.redis())).schema(SCHEMA).keyPrefix(PREFIX)
         .topic(TopicConfig.of("payments")).build()) {
       relay.start();
       Thread.sleep(1000);

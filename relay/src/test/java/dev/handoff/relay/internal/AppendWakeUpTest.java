@@ -137,7 +137,7 @@ class AppendWakeUpTest {
     String topic = "wake_lost";
     Outbox writer = Outbox.builder().schema(env.schema()).topic(TopicConfig.of(topic)).build();
     Duration idlePoll = Duration.ofMillis(300);
-    try (Relay relay = Relay.builder(pool, env.redis()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(pool, env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic)).idlePollInterval(idlePoll).build()) {
       relay.start();
       DefaultRelay internals = (DefaultRelay) relay;

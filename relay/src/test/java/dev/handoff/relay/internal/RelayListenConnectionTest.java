@@ -132,7 +132,7 @@ class RelayListenConnectionTest {
   }
 
   private Relay relay(DataSource pool, String schema, String topic, List<Throwable> failures) {
-    return Relay.builder(pool, env.redis())
+    return Relay.builder(pool, env.redisSpec())
         .schema(schema)
         .keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of(topic))
