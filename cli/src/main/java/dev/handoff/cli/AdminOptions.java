@@ -2,10 +2,10 @@ package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.consumer.admin.StreamAdmin;
+import dev.handoff.core.RedisConnectionSpec;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import redis.clients.jedis.UnifiedJedis;
 
 /**
  * What {@code rewind} and {@code trim} share: Redis, the database (optional: with it the topic's shards are its
@@ -24,12 +24,11 @@ final class AdminOptions {
           + " ${DEFAULT-VALUE})")
   int countLimit;
 
-  /** A Redis client, a database pool (or null without --jdbc-url) and the admin on them; closed together. */
-  record Opened(UnifiedJedis client, HikariDataSource db, StreamAdmin admin) implements AutoCloseable {
+  /** A database pool (or null without --jdbc-url) and the admin on it and Redis; closed together. */
+  record Opened(HikariDataSource db, StreamAdmin admin) implements AutoCloseable {
     @Override
     public void close() {
       admin.close();
-      client.close();
       if (db != null) {
         db.close();
       }
@@ -39,19 +38,19 @@ final class AdminOptions {
   Opened open(CommandSpec spec, String poolName) {
     HikariDataSource db = database.jdbcUrl == null || database.jdbcUrl.isBlank() ? null
         : database.open(spec, 1, poolName);
-    UnifiedJedis client;
+    RedisConnectionSpec reachable;
     try {
-      client = redis.open(2, database.connectTimeout());
+      reachable = redis.awaitReachable(database.connectTimeout());
     } catch (RuntimeException e) {
       if (db != null) {
         db.close();
       }
       throw e;
     }
-    StreamAdmin.Builder b = StreamAdmin.builder(client).keyPrefix(redis.keyPrefix()).countLimit(countLimit);
+    StreamAdmin.Builder b = StreamAdmin.builder(reachable).keyPrefix(redis.keyPrefix()).countLimit(countLimit);
     if (db != null) {
       b.dataSource(db).schema(database.schema());
     }
-    return new Opened(client, db, b.build());
+    return new Opened(db, b.build());
   }
 }

@@ -6,7 +6,6 @@ import java.util.List;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.UnifiedJedis;
 
 /** The Redis options every handoff command shares (a picocli mixin), each with an environment variable. */
 public final class RedisOptions {
@@ -44,11 +43,14 @@ public final class RedisOptions {
   }
 
   /**
-   * A pooled client of at most {@code maxConnections} (per node on a cluster), waiting for the server up to
-   * {@code connectTimeout}.
+   * The spec, once the server (or cluster) answers: waits for it up to {@code connectTimeout}, as a command started
+   * beside a server that is still starting must, and fails with one line naming what is wrong. The components then
+   * open their own pools from the spec.
    */
-  public UnifiedJedis open(int maxConnections, Duration connectTimeout) {
-    return Connections.client(spec(), maxConnections, connectTimeout);
+  public RedisConnectionSpec awaitReachable(Duration connectTimeout) {
+    RedisConnectionSpec spec = spec();
+    Connections.client(spec, 1, connectTimeout).close();
+    return spec;
   }
 
   /** The seeds of {@code --redis-cluster}, empty without it; a seed that is not host:port is a one-line error. */

@@ -2,6 +2,7 @@ package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.core.Health;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.core.internal.TopicRegistry;
 import dev.handoff.migrations.HandoffGrants;
@@ -27,7 +28,6 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
-import redis.clients.jedis.UnifiedJedis;
 
 /**
  * The relay as a process of its own, to run next to an application:
@@ -154,8 +154,8 @@ final class RelayCommand implements Callable<Integer> {
             : MetricsServer.start(metricsAddress, () -> healthOf(built.get()));
         HikariDataSource db = database.open(spec, RELAY_POOL_SIZE, "handoff-relay");
         HikariDataSource listenDb = notificationJdbcUrl == null || notificationJdbcUrl.isBlank() ? null
-            : Connections.database(notificationJdbcUrl, 1, "handoff-relay-listen", database.connectTimeout());
-        UnifiedJedis client = redis.open(8, database.connectTimeout())) {
+            : Connections.database(notificationJdbcUrl, 1, "handoff-relay-listen", database.connectTimeout())) {
+      RedisConnectionSpec reachable = redis.awaitReachable(database.connectTimeout());
       if (metrics != null) {
         // The address asked for: the JDK reports the wildcard 0.0.0.0 as its IPv6 form, which nobody typed.
         log().info("serving /metrics and /health on http://{}:{}", metricsAddress.getHostString(),
@@ -166,7 +166,7 @@ final class RelayCommand implements Callable<Integer> {
       }
       database.requireMigratedAndGranted(db, HandoffGrants.Role.RELAY);
       List<TopicConfig> topicConfigs = resolve(db, database.schema(), topicOptions);
-      RelayBuilder builder = Relay.builder(db, client)
+      RelayBuilder builder = Relay.builder(db, reachable)
           .schema(database.schema())
           .keyPrefix(redis.keyPrefix())
           .leaseTtl(leaseTtl)

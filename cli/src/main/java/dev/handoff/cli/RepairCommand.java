@@ -1,6 +1,7 @@
 package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.relay.RelayBuilder;
 import dev.handoff.relay.RepairReport;
 import dev.handoff.relay.StreamRepair;
@@ -14,7 +15,6 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import redis.clients.jedis.UnifiedJedis;
 
 /**
  * {@code handoff repair}: puts back the entries a consumer group still needs that are gone from a topic's streams
@@ -59,10 +59,10 @@ final class RepairCommand implements Callable<Integer> {
   public Integer call() {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
-    try (HikariDataSource db = database.open(spec, 2, "handoff-repair");
-        UnifiedJedis client = redis.open(2, database.connectTimeout())) {
+    try (HikariDataSource db = database.open(spec, 2, "handoff-repair")) {
+      RedisConnectionSpec reachable = redis.awaitReachable(database.connectTimeout());
       database.requireMigrated(db);
-      StreamRepair repair = StreamRepair.builder(db, client).schema(database.schema()).keyPrefix(redis.keyPrefix())
+      StreamRepair repair = StreamRepair.builder(db, reachable).schema(database.schema()).keyPrefix(redis.keyPrefix())
           .outboxRetention(outboxRetention == null ? RelayBuilder.DEFAULT_OUTBOX_RETENTION : outboxRetention)
           .progress(line -> {
             err.println("repair: " + line);

@@ -9,7 +9,6 @@ import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import dev.handoff.testkit.ConsumerTestKit;
-import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -35,14 +34,14 @@ class ConsumerReadmeExamplesTest {
   @Test
   void aConsumerOfAllFourShardsChargesEachPaymentOnce() {
     DataSource dataSource = env.dataSource();
-    URI redisUri = env.redisUri();
+    RedisConnectionSpec redis = env.redisSpec();
     DocLedger ledger = new DocLedger(dataSource, env.schema());
     List<UUID> ids = ledger.pay(TopicConfig.of("payments").withShards(4), 40);
     assertThat(env.queryLong("SELECT count(DISTINCT shard) FROM outbox WHERE topic = 'payments'")).isEqualTo(4);
 
-    try (Relay relay = Relay.builder(dataSource, env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
+    try (Relay relay = Relay.builder(dataSource, redis).schema(env.schema()).keyPrefix(env.keyPrefix())
         .topic(TopicConfig.of("payments").withShards(4)).build()) {
-      StreamConsumer consumer = StreamConsumer.builder(dataSource, RedisConnectionSpec.of(redisUri)) // URI.create("redis://localhost:6379")
+      StreamConsumer consumer = StreamConsumer.builder(dataSource, redis) // RedisConnectionSpec.of("redis://localhost:6379")
           .schema(env.schema()).keyPrefix(env.keyPrefix())                  // the test's own
           .topic(TopicConfig.of("payments").withShards(4))   // all shards are consumed
           .group("ledger")

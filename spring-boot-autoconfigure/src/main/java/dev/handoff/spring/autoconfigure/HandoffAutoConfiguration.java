@@ -64,7 +64,7 @@ public class HandoffAutoConfiguration {
   @ConditionalOnProperty(prefix = "handoff.relay", name = "enabled", matchIfMissing = true)
   RelayLifecycle handoffRelay(DataSource dataSource, HandoffProperties properties, HandoffSchema schema,
       BeanFactory beans) {
-    return new RelayLifecycle(dataSource, RedisClients.spec(properties.getRedis()), properties,
+    return new RelayLifecycle(dataSource, RedisSettings.spec(properties.getRedis()), properties,
         topics(properties).values().stream().toList(), b -> {
           schema.require(HandoffGrants.Role.RELAY);
           MeterBinding.bindIfPresent(beans, b);
@@ -76,7 +76,7 @@ public class HandoffAutoConfiguration {
   ListenersLifecycle handoffListeners(ListenerMethods methods, DataSource dataSource,
       PlatformTransactionManager transactionManager, HandoffProperties properties, HandoffSchema schema,
       BeanFactory beans) {
-    return new ListenersLifecycle(methods, dataSource, transactionManager, RedisClients.spec(properties.getRedis()),
+    return new ListenersLifecycle(methods, dataSource, transactionManager, RedisSettings.spec(properties.getRedis()),
         properties, topics(properties), b -> {
           schema.require(HandoffGrants.Role.CONSUMER);
           MeterBinding.bindIfPresent(beans, b);

@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.function.Consumer;
 import javax.sql.DataSource;
 import org.springframework.context.SmartLifecycle;
-import redis.clients.jedis.UnifiedJedis;
 
 /**
  * The relay of an application that runs one ({@code handoff.relay.enabled}, the default): started with the
@@ -28,7 +27,6 @@ public final class RelayLifecycle implements SmartLifecycle {
   private final List<TopicConfig> topics;
   private final Consumer<RelayBuilder> metrics;
   private volatile Relay relay;
-  private volatile UnifiedJedis client;
 
   RelayLifecycle(DataSource dataSource, RedisConnectionSpec redis, HandoffProperties properties,
       List<TopicConfig> topics, Consumer<RelayBuilder> metrics) {
@@ -44,26 +42,24 @@ public final class RelayLifecycle implements SmartLifecycle {
     if (relay != null || topics.isEmpty()) {
       return;
     }
-    UnifiedJedis opened = RedisClients.open(redis, "handoff-relay");
+    RelayBuilder builder = Relay.builder(dataSource, redis)
+        .schema(properties.getSchema())
+        .keyPrefix(properties.getKeyPrefix())
+        .drainTimeout(properties.getShutdownTimeout())
+        .leaseTtl(properties.getRelay().getLeaseTtl())
+        .idlePollInterval(properties.getRelay().getIdlePollInterval())
+        .trimMargin(properties.getRelay().getTrimMargin())
+        .pauseOnDatabaseRewind(properties.getRelay().isPauseOnDatabaseRewind());
+    topics.forEach(builder::topic);
+    metrics.accept(builder);
+    Relay built = builder.build();
     try {
-      RelayBuilder builder = Relay.builder(dataSource, opened)
-          .schema(properties.getSchema())
-          .keyPrefix(properties.getKeyPrefix())
-          .drainTimeout(properties.getShutdownTimeout())
-          .leaseTtl(properties.getRelay().getLeaseTtl())
-          .idlePollInterval(properties.getRelay().getIdlePollInterval())
-          .trimMargin(properties.getRelay().getTrimMargin())
-          .pauseOnDatabaseRewind(properties.getRelay().isPauseOnDatabaseRewind());
-      topics.forEach(builder::topic);
-      metrics.accept(builder);
-      Relay built = builder.build();
       built.start();
-      client = opened;
-      relay = built;
     } catch (RuntimeException e) {
-      opened.close();
+      built.close();
       throw e;
     }
+    relay = built;
   }
 
   @Override
@@ -76,8 +72,6 @@ public final class RelayLifecycle implements SmartLifecycle {
       r.close(properties.getShutdownTimeout());
     } finally {
       relay = null;
-      client.close();
-      client = null;
     }
   }
 

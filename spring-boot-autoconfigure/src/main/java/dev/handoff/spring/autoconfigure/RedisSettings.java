@@ -5,16 +5,12 @@ import dev.handoff.spring.HandoffProperties;
 import dev.handoff.spring.HandoffStartupException;
 import java.util.ArrayList;
 import java.util.List;
-import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.RedisClient;
-import redis.clients.jedis.RedisClusterClient;
-import redis.clients.jedis.UnifiedJedis;
 
 /** Redis as {@code handoff.redis.*} describes it. */
-final class RedisClients {
+final class RedisSettings {
 
-  private RedisClients() {}
+  private RedisSettings() {}
 
   /**
    * The connection facts of {@code handoff.redis}.
@@ -50,17 +46,5 @@ final class RedisClients {
     } catch (IllegalArgumentException e) {
       throw new HandoffStartupException("handoff.redis: " + e.getMessage(), e);
     }
-  }
-
-  /** A client of the server or cluster of {@code spec}, RESP2, named {@code name} in CLIENT LIST. */
-  static UnifiedJedis open(RedisConnectionSpec spec, String name) {
-    DefaultJedisClientConfig config = DefaultJedisClientConfig.builder()
-        .from(spec.clientConfig())
-        .resp2()
-        .clientName(name)
-        .build();
-    return spec.isCluster()
-        ? RedisClusterClient.builder().nodes(spec.clusterNodes()).clientConfig(config).build()
-        : RedisClient.builder().hostAndPort(spec.hostAndPort()).clientConfig(config).build();
   }
 }
