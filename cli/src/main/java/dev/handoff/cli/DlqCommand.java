@@ -2,10 +2,10 @@ package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.consumer.ConsumerException;
-import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.consumer.admin.DeadLetterSelection;
 import dev.handoff.consumer.admin.RetryRequestResult;
+import dev.handoff.consumer.status.DeadLetter;
 import java.io.PrintWriter;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;

@@ -1,7 +1,7 @@
 package dev.handoff.cli;
 
-import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.admin.RetryRequestResult;
+import dev.handoff.consumer.status.DeadLetter;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.EnumMap;

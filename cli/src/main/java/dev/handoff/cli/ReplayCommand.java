@@ -1,10 +1,10 @@
 package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.consumer.admin.TopicInspector;
 import dev.handoff.consumer.admin.TopicStatus;
+import dev.handoff.consumer.status.ListStatus;
 import java.io.PrintWriter;
 import java.time.Instant;
 import java.util.List;

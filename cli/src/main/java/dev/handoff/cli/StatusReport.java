@@ -1,8 +1,8 @@
 package dev.handoff.cli;
 
-import dev.handoff.consumer.ConsumerStatus;
-import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.admin.TopicStatus;
+import dev.handoff.consumer.status.ConsumerStatus;
+import dev.handoff.consumer.status.ListStatus;
 import dev.handoff.core.Transport;
 import java.time.Duration;
 import java.time.Instant;

@@ -3,11 +3,11 @@ package dev.handoff.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.MessageHandler;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.consumer.admin.DeadLetterSelection;
+import dev.handoff.consumer.status.DeadLetter;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.StreamMessage;
 import dev.handoff.testing.HandoffTest;

@@ -1,5 +1,7 @@
 package dev.handoff.consumer;
 
+import dev.handoff.consumer.status.DeadLetter;
+import dev.handoff.consumer.status.GroupStatus;
 import dev.handoff.core.Health;
 import java.time.Duration;
 import java.time.Instant;

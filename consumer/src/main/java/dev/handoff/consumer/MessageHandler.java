@@ -1,5 +1,6 @@
 package dev.handoff.consumer;
 
+import dev.handoff.consumer.status.GroupStatus;
 import java.sql.Connection;
 
 /**

@@ -1,5 +1,6 @@
 package dev.handoff.consumer;
 
+import dev.handoff.consumer.status.ConsumerStatus;
 import dev.handoff.core.RedisConnectionSpec;
 import java.time.Duration;
 import java.time.Instant;

@@ -3,6 +3,7 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.handoff.consumer.status.DeadLetter;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.StreamMessage;
 import dev.handoff.testing.HandoffTest;

@@ -3,6 +3,7 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.consumer.status.PausedWorker;
 import dev.handoff.core.ListFormat;
 import dev.handoff.core.Transport;
 import dev.handoff.relay.Relay;

@@ -2,6 +2,7 @@ package dev.handoff.consumer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.handoff.consumer.status.DeadLetter;
 import dev.handoff.core.StreamMessage;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.consumer.admin.DeadLetterSelection;
+import dev.handoff.consumer.status.DeadLetter;
 import dev.handoff.core.StreamMessage;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.handoff.consumer.internal.ListQueues;
+import dev.handoff.consumer.status.DeadLetter;
+import dev.handoff.consumer.status.ListStatus;
 import dev.handoff.core.ListFormat;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.outbox.Message;

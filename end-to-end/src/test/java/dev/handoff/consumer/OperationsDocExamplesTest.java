@@ -11,6 +11,7 @@ import dev.handoff.consumer.admin.RewindPlan;
 import dev.handoff.consumer.admin.RewindTarget;
 import dev.handoff.consumer.admin.StreamAdmin;
 import dev.handoff.consumer.admin.TrimReport;
+import dev.handoff.consumer.status.DeadLetter;
 import dev.handoff.core.Health;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.RedisUrl;

@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import dev.handoff.consumer.admin.TopicInspector;
+import dev.handoff.consumer.status.ConsumerStatus;
+import dev.handoff.consumer.status.GroupStatus;
+import dev.handoff.consumer.status.ListStatus;
 import dev.handoff.core.ListFormat;
 import dev.handoff.core.RedisAcl;
 import dev.handoff.core.RedisConnectionSpec;

@@ -3,10 +3,11 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.handoff.consumer.DeadLetter.State;
 import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.consumer.admin.DeadLetterSelection;
 import dev.handoff.consumer.admin.RetryRequestResult;
+import dev.handoff.consumer.status.DeadLetter;
+import dev.handoff.consumer.status.DeadLetter.State;
 import dev.handoff.core.ListFormat;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamMessage;

@@ -2,6 +2,7 @@ package dev.handoff.consumer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.handoff.consumer.status.ListStatus;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.relay.Relay;

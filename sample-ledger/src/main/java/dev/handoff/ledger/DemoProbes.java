@@ -1,9 +1,9 @@
 package dev.handoff.ledger;
 
-import dev.handoff.consumer.ConsumerStatus;
 import dev.handoff.consumer.ListConsumer;
-import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.StreamConsumer;
+import dev.handoff.consumer.status.ConsumerStatus;
+import dev.handoff.consumer.status.ListStatus;
 
 /**
  * Whether the demo's consumers have finished: never-started consumers of the ledger's group and the naive group

@@ -1,9 +1,9 @@
 package dev.handoff.ledger;
 
-import dev.handoff.consumer.ConsumerStatus;
 import dev.handoff.consumer.ListConsumer;
-import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.StreamConsumer;
+import dev.handoff.consumer.status.ConsumerStatus;
+import dev.handoff.consumer.status.ListStatus;
 import dev.handoff.core.ListFormat;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.Transport;

@@ -1,7 +1,7 @@
 package dev.handoff.ledger;
 
-import dev.handoff.consumer.ConsumerStatus;
-import dev.handoff.consumer.ListStatus;
+import dev.handoff.consumer.status.ConsumerStatus;
+import dev.handoff.consumer.status.ListStatus;
 import dev.handoff.ledger.LedgerStatus.Group;
 import dev.handoff.ledger.LedgerStatus.Lists;
 import dev.handoff.ledger.LedgerStatus.Shard;

@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.handoff.consumer.ConsumerFaults;
-import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
+import dev.handoff.consumer.status.ListStatus;
 import dev.handoff.core.ListFormat;
 import dev.handoff.core.ShardId;
 import dev.handoff.core.StreamFormat;

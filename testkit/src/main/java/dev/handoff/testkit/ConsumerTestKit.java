@@ -1,16 +1,16 @@
 package dev.handoff.testkit;
 
-import dev.handoff.consumer.ConsumerStatus;
-import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.HandoffConsumer;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.ListConsumer;
-import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.PollResult;
 import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.internal.DefaultListConsumer;
+import dev.handoff.consumer.status.ConsumerStatus;
+import dev.handoff.consumer.status.DeadLetter;
+import dev.handoff.consumer.status.ListStatus;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.LinkedHashSet;

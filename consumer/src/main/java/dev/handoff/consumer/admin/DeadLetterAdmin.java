@@ -2,9 +2,9 @@ package dev.handoff.consumer.admin;
 
 import dev.handoff.consumer.ConsumerBuilder;
 import dev.handoff.consumer.ConsumerException;
-import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.HandoffConsumer;
 import dev.handoff.consumer.internal.DefaultDeadLetterAdmin;
+import dev.handoff.consumer.status.DeadLetter;
 import dev.handoff.core.internal.SchemaNames;
 import dev.handoff.core.internal.Statements;
 import java.time.Instant;

@@ -1,7 +1,7 @@
 package dev.handoff.consumer.admin;
 
-import dev.handoff.consumer.ConsumerStatus;
-import dev.handoff.consumer.ListStatus;
+import dev.handoff.consumer.status.ConsumerStatus;
+import dev.handoff.consumer.status.ListStatus;
 import dev.handoff.core.Transport;
 import java.time.Duration;
 import java.time.Instant;

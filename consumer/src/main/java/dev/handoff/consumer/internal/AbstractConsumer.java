@@ -1,7 +1,7 @@
 package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
-import dev.handoff.consumer.PausedWorker;
+import dev.handoff.consumer.status.PausedWorker;
 import dev.handoff.core.Health;
 import dev.handoff.core.internal.MetricsRefresher;
 import java.time.Duration;

@@ -2,10 +2,10 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
-import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboxPurgeResult;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
+import dev.handoff.consumer.status.DeadLetter;
 import dev.handoff.core.internal.TopicRegistry;
 import java.sql.Connection;
 import java.sql.SQLException;

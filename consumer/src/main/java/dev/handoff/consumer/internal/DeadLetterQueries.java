@@ -1,7 +1,7 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.InboundMessage;
+import dev.handoff.consumer.status.DeadLetter;
 import dev.handoff.core.internal.Json;
 import dev.handoff.core.internal.Statements;
 import java.sql.Connection;

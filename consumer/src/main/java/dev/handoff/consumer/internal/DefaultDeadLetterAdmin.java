@@ -2,10 +2,10 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
-import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.consumer.admin.DeadLetterSelection;
 import dev.handoff.consumer.admin.RetryRequestResult;
+import dev.handoff.consumer.status.DeadLetter;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.core.internal.Statements;
 import java.sql.Connection;

@@ -2,10 +2,10 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerFaults;
-import dev.handoff.consumer.PausedWorker;
 import dev.handoff.consumer.PollResult;
 import dev.handoff.consumer.RetryLaterException;
 import dev.handoff.consumer.internal.Settled.Failure;
+import dev.handoff.consumer.status.PausedWorker;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;

@@ -1,7 +1,7 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.consumer.ConsumerStatus;
 import dev.handoff.consumer.InboxPurgeRefusedException;
+import dev.handoff.consumer.status.ConsumerStatus;
 import dev.handoff.core.internal.AclErrors;
 import dev.handoff.core.internal.LuaScript;
 import java.time.Duration;

@@ -2,7 +2,7 @@ package dev.handoff.ledger.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.consumer.ConsumerException;
-import dev.handoff.consumer.DeadLetter;
+import dev.handoff.consumer.status.DeadLetter;
 import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.LedgerException;
 import java.io.PrintWriter;

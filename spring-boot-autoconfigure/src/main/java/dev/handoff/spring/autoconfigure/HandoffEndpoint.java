@@ -1,8 +1,8 @@
 package dev.handoff.spring.autoconfigure;
 
-import dev.handoff.consumer.ConsumerStatus;
-import dev.handoff.consumer.GroupStatus;
 import dev.handoff.consumer.HandoffConsumer;
+import dev.handoff.consumer.status.ConsumerStatus;
+import dev.handoff.consumer.status.GroupStatus;
 import dev.handoff.core.Health;
 import java.util.LinkedHashMap;
 import java.util.Map;

@@ -3,10 +3,10 @@ package dev.handoff.examples.orders;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.handoff.consumer.DeadLetter;
 import dev.handoff.consumer.HandoffConsumer;
 import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.consumer.admin.DeadLetterSelection;
+import dev.handoff.consumer.status.DeadLetter;
 import dev.handoff.outbox.Message;
 import dev.handoff.spring.HandoffConsumers;
 import dev.handoff.spring.TransactionalOutbox;

@@ -1,4 +1,4 @@
-package dev.handoff.consumer;
+package dev.handoff.consumer.status;
 
 import java.time.Instant;
 import java.util.Locale;
@@ -8,7 +8,7 @@ import java.util.UUID;
 /**
  * A message a consumer group gave up on, as stored in the {@code dead_letter} table.
  *
- * @param id the dead letter's id (pass it to {@link HandoffConsumer#retry(long)})
+ * @param id the dead letter's id (pass it to {@link dev.handoff.consumer.HandoffConsumer#retry(long)})
  * @param messageId the message ID, or {@code null} when the entry could not be decoded or its payload was lost
  * @param type the message type, or {@code null} when unknown
  * @param delivery the stream entry it was read from and how many times it had been delivered; never {@code null}
@@ -77,7 +77,7 @@ public record DeadLetter(long id, UUID messageId, String type, Delivery delivery
     return retry.failedAt() != null ? State.RETRY_FAILED : State.DEAD;
   }
 
-  /** Whether {@link HandoffConsumer#retry(long)} can re-run it (the stored message is complete). */
+  /** Whether {@link dev.handoff.consumer.HandoffConsumer#retry(long)} can re-run it (the stored message is complete). */
   public boolean retryable() {
     return messageId != null && type != null && "dead".equals(status);
   }

@@ -1,11 +1,11 @@
-package dev.handoff.consumer;
+package dev.handoff.consumer.status;
 
 import java.time.Instant;
 import java.util.Objects;
 
 /**
  * A worker that the environment's failure has paused: a lost database or Redis connection, a revoked grant, a
- * missing table, a handler's {@link RetryLaterException}. It holds its batch, counts no delivery, retries with
+ * missing table, a handler's {@link dev.handoff.consumer.RetryLaterException}. It holds its batch, counts no delivery, retries with
  * backoff, and resumes on its own once an attempt goes through.
  *
  * @param worker the worker's consumer name

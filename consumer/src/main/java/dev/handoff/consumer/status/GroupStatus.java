@@ -1,4 +1,4 @@
-package dev.handoff.consumer;
+package dev.handoff.consumer.status;
 
 import java.util.List;
 
