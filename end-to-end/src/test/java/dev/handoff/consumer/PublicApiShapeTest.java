@@ -6,18 +6,14 @@ import dev.handoff.core.HandoffException;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.relay.Relay;
+import dev.handoff.testing.ModuleClasses;
 import dev.handoff.testkit.ConsumerTestKit;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.Modifier;
-import java.nio.file.FileSystem;
-import java.nio.file.FileSystems;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -31,7 +27,8 @@ class PublicApiShapeTest {
       Relay.class, StreamConsumer.class, ConsumerTestKit.class, HandoffMigrations.class);
 
   @Test
-  void noPublicRecordOrConstructorTakesMoreThanTenValuesAndNoApiPackageHoldsMoreThan25Types() throws Exception {
+  void noPublicRecordOrConstructorTakesMoreThanTenValuesAndNoApiPackageHoldsMoreThan25Types()
+      throws ClassNotFoundException {
     List<String> tooWide = new ArrayList<>();
     Map<String, Integer> typesPerApiPackage = new TreeMap<>();
     for (Class<?> type : publicTypes()) {
@@ -53,23 +50,13 @@ class PublicApiShapeTest {
   }
 
   /** The public types of the published modules, nested ones included. */
-  private static List<Class<?>> publicTypes() throws Exception {
+  private static List<Class<?>> publicTypes() throws ClassNotFoundException {
     List<Class<?>> types = new ArrayList<>();
     for (Class<?> module : ONE_CLASS_PER_MODULE) {
-      Path location = Path.of(module.getProtectionDomain().getCodeSource().getLocation().toURI());
-      try (FileSystem jar = Files.isDirectory(location) ? null : FileSystems.newFileSystem(location)) {
-        Path classes = jar == null ? location : jar.getPath("/");
-        try (Stream<Path> files = Files.walk(classes)) {
-          for (Path file : files.filter(f -> f.toString().endsWith(".class")).toList()) {
-            String name = classes.relativize(file).toString().replace('/', '.').replaceAll("\\.class$", "");
-            if (name.endsWith("package-info") || name.startsWith("META-INF")) {
-              continue;
-            }
-            Class<?> type = Class.forName(name, false, module.getClassLoader());
-            if (Modifier.isPublic(type.getModifiers()) && !type.isAnonymousClass()) {
-              types.add(type);
-            }
-          }
+      for (String name : ModuleClasses.classNames(module)) {
+        Class<?> type = Class.forName(name, false, module.getClassLoader());
+        if (Modifier.isPublic(type.getModifiers()) && !type.isAnonymousClass()) {
+          types.add(type);
         }
       }
     }

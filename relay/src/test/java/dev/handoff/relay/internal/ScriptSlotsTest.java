@@ -10,12 +10,11 @@ import dev.handoff.core.internal.ListScripts;
 import dev.handoff.core.internal.LuaScript;
 import dev.handoff.core.internal.StreamId;
 import dev.handoff.core.internal.StreamTrimScript;
+import dev.handoff.testing.ModuleClasses;
 import dev.handoff.testing.RedisCluster;
 import java.io.IOException;
 import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileSystem;
-import java.nio.file.FileSystems;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -71,30 +70,17 @@ class ScriptSlotsTest {
     Set<String> fields = new TreeSet<>();
     Set<String> resources = new TreeSet<>();
     for (Class<?> module : List.of(LuaScript.class, RedisStreams.class)) {
-      // A module's classes are a folder, or its jar when the build runs past the package phase.
-      Path location = Path.of(module.getProtectionDomain().getCodeSource().getLocation().toURI());
-      try (FileSystem jar = Files.isDirectory(location) ? null : FileSystems.newFileSystem(location)) {
-        Path classes = jar == null ? location : jar.getPath("/");
-        try (Stream<Path> files = Files.walk(classes)) {
-          for (Path file : files.filter(f -> f.toString().endsWith(".class")).toList()) {
-            String name = classes.relativize(file).toString().replace('/', '.').replaceAll("\\.class$", "");
-            if (name.endsWith("package-info")) {
-              continue;
-            }
-            Class<?> type = Class.forName(name, false, LuaScript.class.getClassLoader());
-            for (Field field : type.getDeclaredFields()) {
-              if (field.getType() == LuaScript.class) {
-                fields.add(type.getSimpleName() + "." + field.getName());
-              }
-            }
+      for (String name : ModuleClasses.classNames(module)) {
+        for (Field field : Class.forName(name, false, module.getClassLoader()).getDeclaredFields()) {
+          if (field.getType() == LuaScript.class) {
+            fields.add(field.getDeclaringClass().getSimpleName() + "." + field.getName());
           }
         }
-        Path scriptsFolder = classes.resolve(module.getPackageName().replace(".internal", "").replace('.', '/'));
-        try (Stream<Path> files = Files.list(scriptsFolder)) {
-          files.map(f -> f.getFileName().toString()).filter(f -> f.endsWith(".lua") && !f.equals("list-header.lua"))
-              .forEach(f -> resources.add(f.substring(0, f.length() - 4)));
-        }
       }
+      String scriptsFolder = module.getPackageName().replace(".internal", "").replace('.', '/');
+      ModuleClasses.fileNames(module, scriptsFolder).stream()
+          .filter(f -> f.endsWith(".lua") && !f.equals("list-header.lua"))
+          .forEach(f -> resources.add(f.substring(0, f.length() - 4)));
     }
     assertThat(fields).as("LuaScript fields of the relay and core modules").isEqualTo(new TreeSet<>(SCRIPT_FIELDS));
     // A script made inline rather than kept in a field would escape the scan above: count the factory calls too.
