@@ -25,6 +25,7 @@ public final class HandlerScope {
 
   /** The handler call running on this thread, or empty outside one. */
   public static Optional<Call> current() {
-    return Optional.ofNullable(RunningHandler.current());
+    RunningHandler running = RunningHandler.current();
+    return running == null ? Optional.empty() : Optional.of(new Call(running.group(), running.running()));
   }
 }

@@ -1,21 +1,22 @@
 package dev.handoff.consumer.internal;
 
-import dev.handoff.consumer.HandlerScope;
+/**
+ * The per-thread record behind {@code HandlerScope}: set only while handoff runs a handler, cleared when it returns.
+ *
+ * @param group the handler's consumer group
+ * @param running the message or batch it runs for
+ */
+public record RunningHandler(String group, String running) {
 
-/** The per-thread record behind {@link HandlerScope}: set only while handoff runs a handler, cleared when it returns. */
-public final class RunningHandler {
-
-  private static final ThreadLocal<HandlerScope.Call> CURRENT = new ThreadLocal<>();
-
-  private RunningHandler() {}
+  private static final ThreadLocal<RunningHandler> CURRENT = new ThreadLocal<>();
 
   /** The handler call running on this thread, or null outside one. */
-  public static HandlerScope.Call current() {
+  public static RunningHandler current() {
     return CURRENT.get();
   }
 
   static void enter(String group, String running) {
-    CURRENT.set(new HandlerScope.Call(group, running));
+    CURRENT.set(new RunningHandler(group, running));
   }
 
   static void exit() {
