@@ -52,7 +52,7 @@ class CliErrorsTest {
         + " 'migrate' command first");
     assertOneLineError(missingUrl, "sample-ledger: --jdbc-url or HANDOFF_JDBC_URL is required");
     assertOneLineError(unknownOption, "sample-ledger: Unknown option: '--bogus' (see sample-ledger pay --help)");
-    assertOneLineError(noCommand, "sample-ledger: a command is required: demo, bench, migrate, pay, relay, consume,"
+    assertOneLineError(noCommand, "sample-ledger: a command is required: demo, migrate, pay, relay, consume,"
         + " verify, status or dlq (see sample-ledger --help)");
     assertOneLineError(badDuration, "sample-ledger: Invalid value for option '--min-idle': 'thirty' is not a"
         + " duration: expected a number with ms, s, m, h or d (500ms, 10s, 2m) or ISO-8601 (PT10S)");

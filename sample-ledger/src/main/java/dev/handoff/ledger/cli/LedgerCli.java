@@ -16,7 +16,7 @@ import picocli.CommandLine.Command;
     sortOptions = false,
     description = "The handoff sample billing ledger: payments through a transactional outbox into Redis Streams"
         + " or lists, charged exactly once.",
-    subcommands = {DemoCommand.class, BenchCommand.class, MigrateCommand.class, PayCommand.class, RelayCommand.class,
+    subcommands = {DemoCommand.class, MigrateCommand.class, PayCommand.class, RelayCommand.class,
         ConsumeCommand.class, VerifyCommand.class, StatusCommand.class, DlqCommand.class,
         CommandLine.HelpCommand.class})
 public final class LedgerCli implements Runnable {
@@ -59,7 +59,7 @@ public final class LedgerCli implements Runnable {
 
   @Override
   public void run() {
-    throw new CommandLine.ParameterException(spec.commandLine(), "a command is required: demo, bench, migrate, pay,"
+    throw new CommandLine.ParameterException(spec.commandLine(), "a command is required: demo, migrate, pay,"
         + " relay, consume, verify, status or dlq");
   }
 

@@ -1,6 +1,7 @@
 package dev.handoff.ledger.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.cli.CommandLines;
 import dev.handoff.cli.Json;
 import dev.handoff.core.Transport;
 import dev.handoff.ledger.LedgerConsumer;
@@ -58,7 +59,7 @@ final class StatusCommand implements Callable<Integer> {
       ConnectionOptions.RedisTarget target = connection.redisTarget();
       LedgerStatus.Snapshot snap = LedgerStatus.collect(new LedgerServers(db, redis, target.server(),
           target.config(), target.cluster()), schema, keyPrefix, t, group,
-          BenchCommand.parseDuration(outboxRetention, "--outbox-retention"));
+          CommandLines.duration(outboxRetention));
       PrintWriter out = spec.commandLine().getOut();
       if (json) {
         out.println(Json.write(LedgerStatus.toMap(snap)));
