@@ -178,16 +178,6 @@ public final class LedgerConsumer implements AutoCloseable {
     return group;
   }
 
-  /** Retries one dead letter; see {@link StreamConsumer#retry(long)}. */
-  public boolean retry(long deadLetterId) {
-    return handoff().retry(deadLetterId);
-  }
-
-  /** Retries every retryable dead letter of the group; returns how many ran. */
-  public int retryAll() {
-    return handoff().retryAll();
-  }
-
   public List<DeadLetter> deadLetters(int limit) {
     return handoff().deadLetters(limit);
   }

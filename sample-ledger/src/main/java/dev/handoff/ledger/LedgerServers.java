@@ -13,7 +13,7 @@ import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.UnifiedJedis;
 
 /**
- * The PostgreSQL and Redis the demo, the benchmark, the soak and {@code status} run against.
+ * The PostgreSQL and Redis the demo and the benchmarks (bench, the soak) run against.
  *
  * @param redis the client for the sample's own Redis commands
  * @param redisServer where handoff's consumers open their own connections, with {@code redisConfig}

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.handoff.consumer.ConsumerFaults;
+import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.ListStatus;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
@@ -439,9 +440,11 @@ abstract class LedgerEndToEndTest {
     }
 
     private ListStatus listStatus() {
-      return LedgerStatus.collect(env.dataSource(), env.redis(), HostAndPort.from(env.redisUri().getAuthority()),
-          DefaultJedisClientConfig.builder().build(), env.schema(), env.keyPrefix(), Transport.LIST, "ledger")
-          .lists().status();
+      try (ListConsumer probe = new LedgerServers(env.dataSource(), env.redis(),
+          HostAndPort.from(env.redisUri().getAuthority()), DefaultJedisClientConfig.builder().build())
+          .listProbe(env.schema(), env.keyPrefix(), PaymentEvents.TOPIC_CONFIG, "ledger").build()) {
+        return probe.status(); // never started: no heartbeat, no registration, nothing taken
+      }
     }
 
     private long heldBy(String worker) {

@@ -23,8 +23,9 @@ import redis.clients.jedis.RedisClient;
 
 /**
  * The sample ledger under the Redis users of docs/operations.md: the relay and the ledger consumer each with its own
- * {@link RedisAcl} rule, and the command line's {@code status} and {@code dlq} with the operator's. Nothing is
- * refused ({@code ACL LOG} stays empty), and the numbers are exact.
+ * {@link RedisAcl} rule, and the operator's {@code handoff status} and {@code dlq} with the operator's. Nothing is
+ * refused ({@code ACL LOG} holds only status's SCAN, which the operator's rule leaves out by design), and the numbers
+ * are exact.
  */
 @HandoffTest
 class RedisAclLedgerTest {
@@ -83,31 +84,48 @@ class RedisAclLedgerTest {
         return ledger.deadLetters(100).size() == POISON
             && env.queryLong("SELECT count(*) FROM " + env.schema() + ".charge") == PAYMENTS - POISON;
       });
+
+      String operator = "redis://operator:operator-secret@127.0.0.1:" + server.port();
+      Run status = handoff("status", "--redis-url", operator, "--key-prefix", prefix, "--topic", PaymentEvents.TOPIC);
+      assertThat(status.exit()).as(status.err()).isZero();
+      assertThat(status.out()).contains("group ledger: backlog 0 (never delivered), pending 0 (delivered, not"
+          + " acknowledged), oldest pending -, dead letters " + POISON);
+      Run json = handoff("status", "--redis-url", operator, "--key-prefix", prefix, "--topic", PaymentEvents.TOPIC,
+          "--json");
+      assertThat(json.exit()).as(json.err()).isZero();
+      // dlq needs no Redis: the dead letters and the retry requests are in the database
+      Run list = handoff("dlq", "list", "--group", "ledger");
+      assertThat(list.exit()).as(list.err()).isZero();
+      assertThat(list.out().lines().filter(l -> l.matches("\\d+ +ledger +dead .*"))).hasSize(POISON);
+      assertThat(list.out()).contains(POISON + " dead letters of group ledger: " + POISON + " dead");
+      Run retry = handoff("dlq", "retry", "--group", "ledger", "--all");
+      assertThat(retry.exit()).as(retry.err()).isZero();
+      assertThat(retry.out()).contains("requested retry of " + POISON + " dead letters of group ledger");
+      // the ledger carries the requests out under its own Redis user: still poison, each fails again
+      assertThat(ledger.consumer().maintainOnce()).isEqualTo(POISON);
+      assertThat(handoff("dlq", "list", "--group", "ledger").out())
+          .contains(POISON + " dead letters of group ledger: " + POISON + " retry-failed");
     } finally {
       ledger.close();
     }
 
-    String operator = "redis://operator:operator-secret@127.0.0.1:" + server.port();
-    Run status = cli(operator, "status");
-    assertThat(status.exit()).as(status.err()).isZero();
-    assertThat(status.out()).contains("group ledger: backlog 0 (never delivered), pending 0 (delivered, not"
-        + " acknowledged), dead letters " + POISON);
-    Run json = cli(operator, "status", "--json");
-    assertThat(json.exit()).as(json.err()).isZero();
-    Run list = cli(operator, "dlq", "list");
-    assertThat(list.exit()).as(list.err()).isZero();
-    assertThat(list.out().lines().filter(l -> l.contains(" dead "))).hasSize(POISON);
-    Run retry = cli(operator, "dlq", "retry", "--all"); // still poison: each fails again and stays dead
-    assertThat(retry.out()).contains("retried 0 dead letter(s); " + POISON + " still dead");
-    assertThat(retry.exit()).isEqualTo(1);
-
     try (Jedis admin = admin(server)) {
+      // The one refusal: handoff status's SCAN for keys, which RedisAcl.operator leaves out (it would list every key
+      // name of the server); status finds the shards in the relay's leases instead.
       assertThat(admin.aclLog()).extracting(e -> e.getUsername() + " " + e.getContext() + " " + e.getObject())
-          .as("commands Redis refused").isEmpty();
+          .as("commands Redis refused").allMatch(r -> r.equals("operator toplevel scan"));
     }
   }
 
   private record Run(int exit, String out, String err) {}
+
+  /** The operator's {@code handoff <args>} on this class's schema. */
+  private Run handoff(String... args) {
+    List<String> all = new ArrayList<>(List.of(args));
+    all.addAll(List.of("--jdbc-url", env.postgres().jdbcUrl(), "--schema", env.schema()));
+    LedgerTestSupport.Run run = LedgerTestSupport.handoffAs(all.toArray(String[]::new));
+    return new Run(run.exit(), run.out(), run.err());
+  }
 
   private Run cli(String redisUrl, String... args) {
     List<String> all = new ArrayList<>(List.of(args));

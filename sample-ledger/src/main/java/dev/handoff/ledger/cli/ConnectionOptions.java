@@ -82,12 +82,15 @@ public final class ConnectionOptions {
     return Connections.database(jdbcUrl, maxConnections, poolName, connectTimeout);
   }
 
-  /** A pool to PostgreSQL whose schema holds the ledger's tables. */
+  /**
+   * A pool to PostgreSQL whose schema holds handoff's tables and the ledger's (created here the first time; see
+   * {@link LedgerMigrations#ensureTables}).
+   */
   HikariDataSource migratedDatabase(int maxConnections, String poolName) {
     String s = schema();
     HikariDataSource db = database(maxConnections, poolName);
     try {
-      LedgerMigrations.requireMigrated(db, s);
+      LedgerMigrations.ensureTables(db, s);
     } catch (RuntimeException e) {
       db.close();
       throw e;
