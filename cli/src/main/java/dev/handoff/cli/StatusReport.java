@@ -65,7 +65,7 @@ final class StatusReport {
           g.waiting(), g.inProcessing(), g.deadLetters()));
       for (ListStatus.ShardStatus s : g.shards()) {
         out.add(String.format("    %-33s waiting %,d, in processing %s, oldest in processing %s, capacity %s",
-            s.listKey(), s.waiting(), new TreeMap<>(s.processing()), age(s.oldestInProcessingAge()),
+            s.listKey(), s.waiting(), processing(s), age(s.oldestInProcessingAge()),
             s.capacity() < 0 ? "unknown" : String.format("%,d", s.capacity())));
       }
     }
@@ -153,6 +153,7 @@ final class StatusReport {
         y.put("key", s.listKey());
         y.put("waiting", s.waiting());
         y.put("processing", new TreeMap<>(s.processing()));
+        y.put("alive", new TreeMap<>(s.alive()));
         y.put("oldestInProcessingMillis", millis(s.oldestInProcessingAge()));
         y.put("capacity", s.capacity());
         shardsOfList.add(y);
@@ -162,6 +163,17 @@ final class StatusReport {
     }
     m.put("listGroups", lists);
     return m;
+  }
+
+  /**
+   * Each registered consumer's elements in processing and whether its heartbeat is live, {@code {a-0=2 alive,
+   * b-0=3 dead}}: a dead one's elements wait for a reaper (or its restart under the same name).
+   */
+  private static String processing(ListStatus.ShardStatus s) {
+    Map<String, String> consumers = new TreeMap<>();
+    s.processing().forEach((consumer, n) -> consumers.put(consumer, n + (Boolean.TRUE.equals(s.alive().get(consumer))
+        ? " alive" : " dead")));
+    return consumers.toString();
   }
 
   private static Duration oldestPending(ConsumerStatus g) {

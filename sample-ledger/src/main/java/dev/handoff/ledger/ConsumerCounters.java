@@ -5,15 +5,17 @@ import dev.handoff.consumer.InboundMessage;
 import dev.handoff.core.internal.SchemaNames;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
 
 /**
  * What a consumer did, counted as it happens (a {@link ConsumerListener}), and flushed as deltas into
- * {@code consumer_stats} so that {@code status} in another process sees them. Work lost to a crash between a commit
+ * {@code consumer_stats} so that {@code verify} in another process shows them. Work lost to a crash between a commit
  * and its callback is not counted; its redelivery is (as a duplicate). Thread-safe.
  */
 public final class ConsumerCounters implements ConsumerListener {
@@ -83,6 +85,23 @@ public final class ConsumerCounters implements ConsumerListener {
   /** Every settled delivery: handled, duplicate, failed, dead-lettered or lost. */
   public long deliveries() {
     return handled.get() + duplicates.get() + failed.get() + deadLettered.get() + lost.get();
+  }
+
+  /** What the consumers of a group flushed to {@code consumer_stats}, over every process and restart. */
+  public record Recorded(long deliveries, long duplicatesSkipped, long reclaimed) {}
+
+  /** What the consumers of {@code group} recorded, or empty if none did (consumers built with persistStats off). */
+  public static Optional<Recorded> recorded(DataSource dataSource, String schema, String group) {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement("SELECT deliveries, duplicates_skipped, reclaimed FROM "
+            + SchemaNames.requireValid(schema) + ".consumer_stats WHERE consumer_group = ?")) {
+      ps.setString(1, group);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? Optional.of(new Recorded(rs.getLong(1), rs.getLong(2), rs.getLong(3))) : Optional.empty();
+      }
+    } catch (SQLException e) {
+      throw new LedgerException("could not read the counters of group '" + group + "': " + e.getMessage(), e);
+    }
   }
 
   /** Adds what was counted since the last flush to {@code consumer_stats} of {@code group}. */

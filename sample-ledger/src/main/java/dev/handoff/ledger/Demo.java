@@ -4,10 +4,6 @@ import dev.handoff.core.Transport;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.List;
-import javax.sql.DataSource;
-import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.JedisClientConfig;
-import redis.clients.jedis.UnifiedJedis;
 
 /**
  * The demo: N payments through the whole chain (payment service, relay, two ledger consumers), with real faults
@@ -106,16 +102,11 @@ public final class Demo {
   private Demo() {}
 
   /**
-   * Runs the demo against a migrated schema that holds no payments yet, printing progress to {@code out}.
+   * Runs the demo against a migrated schema that holds no payments yet, on {@code servers} (one Redis server or a
+   * Redis Cluster), printing progress to {@code out}.
    *
    * @throws LedgerException if the schema or the streams already hold data
    */
-  public static Report run(DataSource dataSource, UnifiedJedis redis, HostAndPort redisServer,
-      JedisClientConfig redisConfig, Config config, PrintWriter out) {
-    return run(new LedgerServers(dataSource, redis, redisServer, redisConfig), config, out);
-  }
-
-  /** As above, on {@code servers}: one Redis server or a Redis Cluster. */
   public static Report run(LedgerServers servers, Config config, PrintWriter out) {
     TimedLog log = new TimedLog(out, 6);
     DemoTally tally = new DemoTally(servers, config);

@@ -32,7 +32,7 @@ final class DemoCast {
   }
 
   Relay relay(String owner, RelayFaults faults) {
-    RelayBuilder builder = Relay.builder(servers.dataSource(), servers.redis())
+    RelayBuilder builder = Relay.builder(servers.dataSource(), servers.redisSpec())
         .faults(faults)
         .schema(config.schema())
         .keyPrefix(config.keyPrefix())

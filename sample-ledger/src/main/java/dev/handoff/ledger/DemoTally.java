@@ -19,6 +19,18 @@ record DemoTally(LedgerServers servers, Demo.Config config) {
     return new Sql(servers.dataSource(), "demo");
   }
 
+  /** Whether Redis holds any of the list transport's keys for the payments topic under the demo's key prefix. */
+  private boolean listKeysExist() {
+    for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
+      String list = ListFormat.listKey(config.keyPrefix(), PaymentEvents.TOPIC, shard);
+      if (servers.redis().exists(list) || servers.redis().exists(ListFormat.relayKey(list))
+          || servers.redis().exists(ListFormat.consumersKey(list))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Refuses a schema that holds payments and a key prefix whose lists or streams exist. */
   void requireFresh() {
     long payments = sql().queryLong("SELECT count(*) FROM " + config.schema() + ".payment");
@@ -26,7 +38,7 @@ record DemoTally(LedgerServers servers, Demo.Config config) {
       throw new LedgerException("schema '" + config.schema() + "' already holds " + payments
           + " payments; the demo needs a fresh one (pass another --schema)");
     }
-    if (LedgerStatus.listKeysExist(servers.redis(), config.keyPrefix())) {
+    if (listKeysExist()) {
       throw new LedgerException("Redis already holds the payments lists under prefix '" + config.keyPrefix()
           + "'; the demo needs fresh keys (pass another --key-prefix)");
     }

@@ -117,7 +117,7 @@ public final class LedgerAudit {
       out.add(row("duplicated", duplicated, "payments charged more than once (" + extraCharges + " extra charges: "
           + byRedelivery + " by redelivery, " + byProducer + " because the producer sent twice)"));
       out.add(row("orphans", orphans, "charges without a payment"));
-      out.add(row("dead letters", deadLetters, "see 'dlq list'"));
+      out.add(row("dead letters", deadLetters, "see handoff.jar's 'dlq list --group " + ledger + "'"));
       for (Duplicate d : duplicates) {
         out.add("  " + d.paymentId() + " charged " + d.charges() + " times: " + diagnosis(d));
       }

@@ -11,6 +11,7 @@ import dev.handoff.consumer.ListConsumerBuilder;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.StreamConsumerBuilder;
 import dev.handoff.consumer.status.DeadLetter;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.core.Transport;
@@ -18,16 +19,12 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import redis.clients.jedis.DefaultJedisClientConfig;
-import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.JedisClientConfig;
 
 /**
  * The ledger consumer: handoff's {@link StreamConsumer} (or, with {@link Transport#LIST}, its {@link ListConsumer})
@@ -104,8 +101,6 @@ public final class LedgerConsumer implements AutoCloseable {
   private static <B extends ConsumerBuilder<B>> B withLedgerSettings(B builder, Builder b, Ledger ledger,
       ConsumerListener listener) {
     return builder
-        .redisConfig(b.redisConfig)
-        .redisCluster(b.redisCluster)
         .schema(b.schema)
         .keyPrefix(b.keyPrefix)
         .topic(b.topic)
@@ -120,7 +115,7 @@ public final class LedgerConsumer implements AutoCloseable {
         .faults(b.faults);
   }
 
-  public static Builder builder(DataSource dataSource, HostAndPort redis) {
+  public static Builder builder(DataSource dataSource, RedisConnectionSpec redis) {
     return new Builder(dataSource, redis);
   }
 
@@ -178,16 +173,6 @@ public final class LedgerConsumer implements AutoCloseable {
     return group;
   }
 
-  /** Retries one dead letter; see {@link StreamConsumer#retry(long)}. */
-  public boolean retry(long deadLetterId) {
-    return handoff().retry(deadLetterId);
-  }
-
-  /** Retries every retryable dead letter of the group; returns how many ran. */
-  public int retryAll() {
-    return handoff().retryAll();
-  }
-
   public List<DeadLetter> deadLetters(int limit) {
     return handoff().deadLetters(limit);
   }
@@ -218,9 +203,7 @@ public final class LedgerConsumer implements AutoCloseable {
   /** Builds a {@link LedgerConsumer}; defaults suit a production-like run. Not thread-safe. */
   public static final class Builder {
     private final DataSource dataSource;
-    private final HostAndPort redis;
-    private JedisClientConfig redisConfig = DefaultJedisClientConfig.builder().build();
-    private Set<HostAndPort> redisCluster = Set.of();
+    private final RedisConnectionSpec redis;
     private String schema = "handoff";
     private String keyPrefix = StreamFormat.DEFAULT_KEY_PREFIX;
     private String group = DEFAULT_GROUP;
@@ -240,20 +223,9 @@ public final class LedgerConsumer implements AutoCloseable {
     private ConsumerFaults faults = ConsumerFaults.NONE;
     private InboxRetention inboxRetention = InboxRetention.defaults();
 
-    private Builder(DataSource dataSource, HostAndPort redis) {
+    private Builder(DataSource dataSource, RedisConnectionSpec redis) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
       this.redis = Objects.requireNonNull(redis, "redis");
-    }
-
-    public Builder redisConfig(JedisClientConfig config) {
-      this.redisConfig = config;
-      return this;
-    }
-
-    /** The seeds of a Redis Cluster to consume from instead of the single server; empty for one server. */
-    public Builder redisCluster(Set<HostAndPort> seeds) {
-      this.redisCluster = Set.copyOf(seeds);
-      return this;
     }
 
     public Builder schema(String schema) {

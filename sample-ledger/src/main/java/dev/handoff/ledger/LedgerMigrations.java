@@ -11,9 +11,10 @@ import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
 
 /**
- * Applies handoff's tables and the ledger's own ({@code payment}, {@code charge}, {@code consumer_stats}) to one
- * schema. The ledger keeps its own Flyway history table, {@value #HISTORY_TABLE}, beside handoff's, as any
- * application using handoff would.
+ * The ledger's tables ({@code payment}, {@code charge}, {@code consumer_stats}) beside handoff's in one schema. The
+ * ledger keeps its own Flyway history table, {@value #HISTORY_TABLE}, beside handoff's, as any application using
+ * handoff would. Handoff's tables are the operator's ({@code java -jar cli/target/handoff.jar migrate}); the ledger's
+ * commands create the ledger's own the first time they run ({@link #ensureTables}), as an application does.
  */
 public final class LedgerMigrations {
 
@@ -23,19 +24,29 @@ public final class LedgerMigrations {
   /** The ledger's Flyway history table. */
   public static final String HISTORY_TABLE = "ledger_schema_history";
 
-  private static final List<String> REQUIRED_TABLES =
-      List.of("outbox", "relay_lease", "inbox", "dead_letter", "payment", "charge", "consumer_stats");
+  private static final List<String> HANDOFF_TABLES = List.of("outbox", "relay_lease", "inbox", "dead_letter");
+  private static final List<String> LEDGER_TABLES = List.of("payment", "charge", "consumer_stats");
 
   private LedgerMigrations() {}
 
   /**
-   * Creates or upgrades handoff's and the ledger's tables in {@code schema}.
+   * Creates or upgrades handoff's and the ledger's tables in {@code schema} (the demo and the tests, which own their
+   * schema).
    *
    * @return the number of scripts applied (0 when both were up to date)
    */
   public static int migrate(DataSource dataSource, String schema) {
     SchemaNames.requireValid(schema);
-    int applied = HandoffMigrations.migrate(dataSource, schema);
+    return HandoffMigrations.migrate(dataSource, schema) + migrateLedger(dataSource, schema);
+  }
+
+  /**
+   * Creates or upgrades the ledger's own tables in {@code schema}, which must hold handoff's.
+   *
+   * @return the number of scripts applied
+   */
+  public static int migrateLedger(DataSource dataSource, String schema) {
+    SchemaNames.requireValid(schema);
     Flyway ledger = Flyway.configure(LedgerMigrations.class.getClassLoader())
         .dataSource(dataSource)
         .schemas(schema)
@@ -47,28 +58,42 @@ public final class LedgerMigrations {
         .locations(LOCATION)
         .loggers("slf4j")
         .load();
-    return applied + ledger.migrate().migrationsExecuted;
+    return ledger.migrate().migrationsExecuted;
   }
 
   /**
-   * Checks that {@code schema} holds every table the ledger needs.
+   * What the ledger's commands do first: handoff's tables must be in {@code schema}, and the ledger's own are created
+   * if any is missing. Once they exist nothing is run, so that a role without the right to create tables runs the
+   * commands once the tables' owner created them (docs/operations.md's database roles).
    *
-   * @throws LedgerException naming the first missing table and how to fix it
+   * @throws LedgerException naming the first of handoff's tables that is missing, and how to create it
    */
-  public static void requireMigrated(DataSource dataSource, String schema) {
+  public static void ensureTables(DataSource dataSource, String schema) {
     SchemaNames.requireValid(schema);
+    String missing = firstMissing(dataSource, schema, HANDOFF_TABLES);
+    if (missing != null) {
+      throw new LedgerException("schema '" + schema + "' has no table '" + missing + "': create handoff's tables"
+          + " first (java -jar cli/target/handoff.jar migrate --schema " + schema + "), or pass the right --schema");
+    }
+    if (firstMissing(dataSource, schema, LEDGER_TABLES) != null) {
+      migrateLedger(dataSource, schema);
+    }
+  }
+
+  /** The first of {@code tables} that {@code schema} lacks, or null. */
+  private static String firstMissing(DataSource dataSource, String schema, List<String> tables) {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
-      for (String table : REQUIRED_TABLES) {
+      for (String table : tables) {
         ps.setString(1, schema + "." + table);
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
           if (!rs.getBoolean(1)) {
-            throw new LedgerException("schema '" + schema + "' has no table '" + table
-                + "': run the 'migrate' command first (or pass the right --schema)");
+            return table;
           }
         }
       }
+      return null;
     } catch (SQLException e) {
       throw new LedgerException("could not inspect schema '" + schema + "': " + e.getMessage(), e);
     }

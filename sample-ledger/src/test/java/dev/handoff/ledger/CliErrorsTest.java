@@ -29,7 +29,7 @@ class CliErrorsTest {
     CliProcess badJdbcUrl = CliProcess.start("verify", "--jdbc-url", "postgres://db/app?password=hunter2");
     CliProcess unreachablePostgres = CliProcess.start("verify", "--jdbc-url",
         "jdbc:postgresql://127.0.0.1:1/nowhere?user=app&password=hunter2", "--connect-timeout", "0s");
-    CliProcess badRedisUrl = CliProcess.start("status", "--jdbc-url", jdbc, "--schema", env.schema(),
+    CliProcess badRedisUrl = CliProcess.start("consume", "--jdbc-url", jdbc, "--schema", env.schema(),
         "--redis-url", "http://:hunter2@cache");
     CliProcess unreachableRedis = CliProcess.start("consume", "--jdbc-url", jdbc, "--schema", env.schema(),
         "--redis-url", "redis://:hunter2@127.0.0.1:1", "--connect-timeout", "0s");
@@ -48,12 +48,12 @@ class CliErrorsTest {
         + "jdbc:postgresql://127.0.0.1:1/nowhere?user=app&password=***");
     assertOneLineError(badRedisUrl, "sample-ledger: the Redis URL must look like redis://");
     assertOneLineError(unreachableRedis, "sample-ledger: cannot connect to Redis at redis://:***@127.0.0.1:1");
-    assertOneLineError(missingSchema, "sample-ledger: schema 'no_such_schema' has no table 'outbox': run the"
-        + " 'migrate' command first");
+    assertOneLineError(missingSchema, "sample-ledger: schema 'no_such_schema' has no table 'outbox': create"
+        + " handoff's tables first (java -jar cli/target/handoff.jar migrate --schema no_such_schema)");
     assertOneLineError(missingUrl, "sample-ledger: --jdbc-url or HANDOFF_JDBC_URL is required");
     assertOneLineError(unknownOption, "sample-ledger: Unknown option: '--bogus' (see sample-ledger pay --help)");
-    assertOneLineError(noCommand, "sample-ledger: a command is required: demo, bench, migrate, pay, relay, consume,"
-        + " verify, status or dlq (see sample-ledger --help)");
+    assertOneLineError(noCommand, "sample-ledger: a command is required: demo, pay, consume or verify (the relay,"
+        + " status and dlq are handoff.jar's) (see sample-ledger --help)");
     assertOneLineError(badDuration, "sample-ledger: Invalid value for option '--min-idle': 'thirty' is not a"
         + " duration: expected a number with ms, s, m, h or d (500ms, 10s, 2m) or ISO-8601 (PT10S)");
     assertOneLineError(badBatchSize, "sample-ledger: --batch-size must be between 1 and 10000");

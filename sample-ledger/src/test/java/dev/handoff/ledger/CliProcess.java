@@ -1,5 +1,6 @@
 package dev.handoff.ledger;
 
+import dev.handoff.cli.HandoffCommand;
 import dev.handoff.ledger.cli.LedgerCli;
 import java.io.File;
 import java.io.IOException;
@@ -10,7 +11,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
-/** The sample ledger's command line as a real process, launched from the test classpath. */
+/**
+ * The sample ledger's command line, or the operator's ({@code handoff.jar}), as a real process launched from the test
+ * classpath.
+ */
 final class CliProcess {
 
   final Process process;
@@ -25,6 +29,15 @@ final class CliProcess {
 
   /** Starts {@code sample-ledger <args>} with HANDOFF_* variables removed from its environment. */
   static CliProcess start(String... args) throws IOException {
+    return start(LedgerCli.class, args);
+  }
+
+  /** Starts the operator's {@code handoff <args>} ({@code java -jar cli/target/handoff.jar <args>}) the same way. */
+  static CliProcess handoff(String... args) throws IOException {
+    return start(HandoffCommand.class, args);
+  }
+
+  private static CliProcess start(Class<?> main, String... args) throws IOException {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.add("-XX:TieredStopAtLevel=1");
@@ -32,7 +45,7 @@ final class CliProcess {
     command.add("-Xmx256m");
     command.add("-cp");
     command.add(System.getProperty("java.class.path"));
-    command.add(LedgerCli.class.getName());
+    command.add(main.getName());
     command.addAll(List.of(args));
     ProcessBuilder pb = new ProcessBuilder(command);
     Map<String, String> env = pb.environment();
@@ -49,7 +62,7 @@ final class CliProcess {
   int waitFor(long seconds) throws InterruptedException {
     if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
       process.destroyForcibly();
-      throw new AssertionError("sample-ledger did not exit within " + seconds + " s; stderr: " + text(err));
+      throw new AssertionError("the command did not exit within " + seconds + " s; stderr: " + text(err));
     }
     return process.exitValue();
   }

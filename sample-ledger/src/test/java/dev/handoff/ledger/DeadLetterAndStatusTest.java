@@ -17,7 +17,10 @@ import org.junit.jupiter.api.Test;
 import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.params.XReadGroupParams;
 
-/** Poison payments through dead letters and dlq retry; status keeps backlog and pending apart. */
+/**
+ * Poison payments through dead letters and the operator's {@code handoff dlq retry}, which the running ledger
+ * consumers carry out; the operator's {@code handoff status} keeps the ledger's backlog and pending apart.
+ */
 @HandoffTest
 class DeadLetterAndStatusTest {
 
@@ -35,9 +38,10 @@ class DeadLetterAndStatusTest {
     LedgerTestSupport.Run pay = t.cli("pay", "--count", "20", "--poison-every", "10");
     assertThat(pay.exit()).as(pay.err()).isZero();
     // before the relay runs, the 20 wait in the outbox: status counts them per shard, apart from any stream figure
-    LedgerTestSupport.Run beforeRelay = t.cli("status", "--json");
-    assertThat(sum(beforeRelay.out(), "outbox_depth")).isEqualTo(20);
-    assertThat(beforeRelay.out()).doesNotContain("\"oldest_unpublished_ms\":null");
+    LedgerTestSupport.Run beforeRelay = t.handoff("status", "--topic", PaymentEvents.TOPIC, "--json");
+    assertThat(beforeRelay.exit()).as(beforeRelay.err()).isZero();
+    assertThat(beforeRelay.out()).containsPattern("\"outboxDepth\":20,\"oldestUnpublishedMillis\":\\d+,");
+    assertThat(sum(beforeRelay.out(), "outboxDepth")).isEqualTo(2 * 20); // the topic's, and its shards' together
     Relay relay = t.relay();
     relay.relayOnce();
     relay.close();
@@ -48,63 +52,59 @@ class DeadLetterAndStatusTest {
     }
     List<Map.Entry<String, ?>> handed = new ArrayList<>(env.redis().xreadGroup("ledger", "stuck",
         XReadGroupParams.xReadGroupParams().count(5),
-        Map.of(StreamFormat.streamKey(env.keyPrefix(), PaymentEvents.TOPIC, 0), StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY)));
+        Map.of(StreamFormat.streamKey(env.keyPrefix(), PaymentEvents.TOPIC, 0),
+            StreamEntryID.XREADGROUP_UNDELIVERED_ENTRY)));
     long handedOut = ((List<?>) handed.get(0).getValue()).size();
 
     // then status shows two different numbers
-    LedgerTestSupport.Run status = t.cli("status", "--json");
+    LedgerTestSupport.Run status = t.handoff("status", "--topic", PaymentEvents.TOPIC, "--json");
     assertThat(status.exit()).as(status.err()).isZero();
-    assertThat(sum(status.out(), "outbox_depth")).isZero();
-    assertThat(status.out()).contains("\"group\":\"ledger\",\"backlog\":" + (20 - handedOut) + ",\"pending\":"
-        + handedOut + ",");
-    // and who holds each stream's history back: on shard 0 the entries handed out and not finished, from the first
-    String firstOfShard0 = env.redis().xrange(StreamFormat.streamKey(env.keyPrefix(), PaymentEvents.TOPIC, 0), "-",
-        "+", 1).get(0).getID().toString();
-    assertThat(status.out()).contains("\"held_by\":{\"0\":{\"group\":\"ledger\",\"from\":\"" + firstOfShard0
-        + "\"},\"1\":{\"group\":\"ledger\",\"from\":\"0-0\"}");
-    // and the purge lag against the relays' retention: every published row is past a retention of 1 ms
-    ConsumerTestKit.await("the database clock to pass the rows' publication", Duration.ofSeconds(5), () ->
-        env.queryLong("SELECT count(*) FROM outbox WHERE published_at > clock_timestamp() - interval '5 ms'") == 0);
-    LedgerTestSupport.Run lag = t.cli("status", "--json", "--outbox-retention", "1ms");
-    assertThat(lag.out()).contains("\"rows_past_retention\":20,\"rows_past_retention_exact\":true,");
-    LedgerTestSupport.Run lagText = t.cli("status", "--outbox-retention", "1ms");
-    assertThat(lagText.out()).contains("outbox retention 0.001s: 20 published row(s) past it still in the outbox")
-        .contains("shard 0: the stream's", "held from " + firstOfShard0 + " on by group ledger");
+    assertThat(sum(status.out(), "outboxDepth")).isZero();
+    assertThat(status.out()).contains("\"group\":\"ledger\",\"backlog\":" + (20 - handedOut)
+        + ",\"backlogExact\":true,\"pending\":" + handedOut + ",");
+    LedgerTestSupport.Run text = t.handoff("status", "--topic", PaymentEvents.TOPIC);
+    assertThat(text.out()).contains("group ledger: backlog " + (20 - handedOut) + " (never delivered), pending "
+        + handedOut + " (delivered, not acknowledged)", "consumers {stuck=" + handedOut + "}");
 
     // when: the ledger drains the group (the stuck entries are claimed after minIdle)
     ConsumerTestKit.drain(ledger.consumer(), Duration.ofSeconds(30));
 
     // then: the two poison payments are dead letters, and verify passes (poison is not expected to be charged)
-    LedgerTestSupport.Run list = t.cli("dlq", "list");
-    assertThat(list.out()).contains("the ledger refuses poison payment").hasLineCount(3);
+    LedgerTestSupport.Run list = t.handoff("dlq", "list", "--group", "ledger");
+    assertThat(list.out()).contains("the ledger refuses poison payment", "2 dead letters of group ledger: 2 dead")
+        .hasLineCount(4);
     LedgerTestSupport.Run verify = t.cli("verify");
     assertThat(verify.exit()).as(verify.out()).isZero();
-    assertThat(verify.out()).containsPattern("charges\\s+18").containsPattern("dead letters\\s+2");
+    assertThat(verify.out()).containsPattern("charges\\s+18").containsPattern("dead letters\\s+2")
+        .contains("consumers     no counters recorded for group 'ledger'"); // this test's ledger does not persist them
 
-    // when one poison payment is fixed and its dead letter retried, twice, then every dead letter
+    // when one poison payment is fixed and its dead letter's retry requested, twice, then every dead letter's;
+    // the ledger consumer carries each request out at its next upkeep
     String fixed = t.firstPoison();
     env.execute("UPDATE payment SET poison = false WHERE payment_id = '" + fixed + "'");
     long id = env.queryLong("SELECT d.id FROM dead_letter d JOIN outbox o USING (message_id) WHERE o.message_key = ?",
         fixed);
-    LedgerTestSupport.Run retry = t.cli("dlq", "retry", "--id", Long.toString(id));
-    LedgerTestSupport.Run retryAgain = t.cli("dlq", "retry", "--id", Long.toString(id));
-    LedgerTestSupport.Run retryAll = t.cli("dlq", "retry", "--all");
+    LedgerTestSupport.Run retry = t.handoff("dlq", "retry", "--group", "ledger", "--id", Long.toString(id));
+    assertThat(ledger.consumer().maintainOnce()).isEqualTo(1);
+    LedgerTestSupport.Run retryAgain = t.handoff("dlq", "retry", "--group", "ledger", "--id", Long.toString(id));
+    LedgerTestSupport.Run retryAll = t.handoff("dlq", "retry", "--group", "ledger", "--all");
+    assertThat(ledger.consumer().maintainOnce()).isEqualTo(1);
     long unfixed = env.queryLong("SELECT id FROM dead_letter WHERE status = 'dead'");
-    LedgerTestSupport.Run retryUnfixed = t.cli("dlq", "retry", "--id", Long.toString(unfixed));
-    LedgerTestSupport.Run retryMissing = t.cli("dlq", "retry", "--id", "987654321");
+    LedgerTestSupport.Run retryMissing = t.handoff("dlq", "retry", "--group", "ledger", "--id", "987654321");
+    LedgerTestSupport.Run after = t.handoff("dlq", "list", "--group", "ledger");
 
     // then the fixed one is charged once, the other stays dead
     assertThat(retry.exit()).as(retry.err()).isZero();
-    assertThat(retry.out()).contains("dead letter " + id + " retried: charged");
-    assertThat(retryAgain.exit()).isZero();
-    assertThat(retryAgain.out()).contains("nothing to do");
-    assertThat(retryAll.exit()).isEqualTo(1);
-    assertThat(retryAll.out()).contains("retried 0 dead letter(s); 1 still dead");
-    assertThat(retryUnfixed.exit()).as("a dead letter that stays dead is a finding, as with --all").isEqualTo(1);
-    assertThat(retryUnfixed.out()).startsWith("retry of dead letter " + unfixed + " ")
-        .contains("it stays dead: ", "the ledger refuses poison payment").hasLineCount(1);
+    assertThat(retry.out()).contains("requested retry of 1 dead letter of group ledger");
+    assertThat(retryAgain.exit()).as("a dead letter retried already is refused by id").isEqualTo(2);
+    assertThat(retryAgain.err()).contains(Long.toString(id)).hasLineCount(1);
+    assertThat(retryAll.exit()).isZero();
+    assertThat(retryAll.out()).contains("requested retry of 1 dead letter of group ledger");
     assertThat(retryMissing.exit()).as("an id that does not exist is an error").isEqualTo(2);
     assertThat(retryMissing.err()).contains("987654321").hasLineCount(1);
+    assertThat(after.out()).containsPattern("(?m)^" + unfixed + " +ledger +retry-failed ")
+        .containsPattern("(?m)^" + id + " +ledger +retried ")
+        .contains("2 dead letters of group ledger: 1 retried, 1 retry-failed");
     assertThat(env.queryLong("SELECT count(*) FROM charge WHERE ledger = 'ledger' AND payment_id = ?", fixed))
         .isEqualTo(1);
     LedgerTestSupport.Run verifyAfter = t.cli("verify", "--json");

@@ -11,8 +11,8 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
- * The embedded PostgreSQL that {@code bench} starts is durable unless asked otherwise: the settings a production
- * database runs with, read back from the server itself.
+ * The embedded PostgreSQL that the benchmarks' {@code bench} starts is durable unless asked otherwise: the settings
+ * a production database runs with, read back from the server itself.
  */
 class EmbeddedServersTest {
 

@@ -14,10 +14,11 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
- * The command line as an operator runs it, once per transport ({@link LedgerCliProcessOnStreamsTest},
- * {@link LedgerCliProcessOnListsTest}): {@code migrate}, {@code pay}, {@code relay}, two {@code consume} and
- * {@code verify} as separate processes against one PostgreSQL and one Redis, with one consumer process SIGKILLed
- * midway and restarted under the same name.
+ * The command lines as an operator runs them, once per transport ({@link LedgerCliProcessOnStreamsTest},
+ * {@link LedgerCliProcessOnListsTest}): handoff.jar's {@code migrate} and {@code relay}, the ledger's {@code pay},
+ * two {@code consume} and {@code verify}, then handoff.jar's {@code status} and {@code dlq list}, as separate
+ * processes against one PostgreSQL and one Redis, with one consumer process SIGKILLed midway and restarted under the
+ * same name.
  */
 @HandoffTest
 abstract class LedgerCliProcessTest {
@@ -40,10 +41,12 @@ abstract class LedgerCliProcessTest {
   @Test
   void payRelayConsumeAndVerifyAsProcessesWithAConsumerSigkilledMidway() throws Exception {
     // given
-    assertThat(cli("migrate").waitFor(60)).isZero();
+    CliProcess migrate = handoff("migrate");
+    assertThat(migrate.waitFor(60)).as("migrate; stderr: %s", migrate.stderr()).isZero();
     CliProcess relay = transport == Transport.LIST
-        ? cli("relay", "--transport", "list", "--list-capacity", "200", "--lease-ttl", "PT2S")
-        : cli("relay", "--lease-ttl", "PT2S");
+        ? handoff("relay", "--topics", "payments:4", "--transport", "list", "--list-capacity", "200", "--lease-ttl",
+            "PT2S")
+        : handoff("relay", "--topics", "payments:4", "--lease-ttl", "PT2S");
     CliProcess consumerA = consumer("cons-a");
     CliProcess consumerB = consumer("cons-b");
     List<CliProcess> running = new ArrayList<>(List.of(relay, consumerA, consumerB));
@@ -52,6 +55,7 @@ abstract class LedgerCliProcessTest {
       CliProcess pay = cli("pay", "--count", Integer.toString(payments), "--rate", "1000", "--poison-every",
           Integer.toString(POISON_EVERY));
       await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(50))
+          .ignoreExceptions() // until the first of pay and consume has created the ledger's tables
           .until(() -> charges() >= payments / 3);
       // SIGKILL: its batch in flight and its pending entries (on lists: its processing lists) are left behind, and
       // on lists its heartbeats stop
@@ -72,8 +76,11 @@ abstract class LedgerCliProcessTest {
       assertThat(chargesAtKill).isLessThan(payments);
 
       // SIGTERM: each long-running process drains and exits 0. Each has said it runs first, which it does once its
-      // SIGTERM handler is in place: the restarted consumer may still be starting when the others finished the work.
-      for (CliProcess p : List.of(relay, consumerB, restartedA)) {
+      // SIGTERM handler is in place (the relay in its log): the restarted consumer may still be starting when the
+      // others finished the work.
+      await("running: relay").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100))
+          .until(() -> relay.stderr().contains("SIGTERM to stop"));
+      for (CliProcess p : List.of(consumerB, restartedA)) {
         await("running: " + p).atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100))
             .until(() -> p.stdout().contains("SIGTERM to stop"));
       }
@@ -87,23 +94,28 @@ abstract class LedgerCliProcessTest {
 
       CliProcess verify = cli("verify");
       CliProcess verifyJson = cli("verify", "--json");
-      CliProcess status = cli("status");
-      CliProcess dlq = cli("dlq", "list");
+      CliProcess status = handoff("status", "--topic", PaymentEvents.TOPIC);
+      CliProcess dlq = handoff("dlq", "list", "--group", "ledger");
       assertThat(verify.waitFor(60)).as("verify; stdout: %s stderr: %s", verify.stdout(), verify.stderr()).isZero();
       assertThat(verify.stdout()).contains("verify ledger 'ledger': PASS").containsPattern("missing\\s+0")
           .containsPattern("duplicated\\s+0").containsPattern("dead letters\\s+" + poison);
+      // and what the consumer processes counted and flushed (the killed one's last counts are lost with it)
+      assertThat(verify.stdout()).containsPattern("(?m)^consumers +deliveries [\\d,]+, duplicates skipped [\\d,]+,"
+          + " reclaimed [\\d,]+ \\(as the group's ledger consumers recorded them\\)$");
       assertThat(verifyJson.waitFor(60)).isZero();
       assertThat(verifyJson.stdout()).contains("\"passed\":true", "\"payments\":" + payments,
           "\"charges\":" + (payments - poison), "\"missing\":0", "\"duplicated\":0", "\"orphans\":0",
-          "\"dead_letters\":" + poison);
+          "\"dead_letters\":" + poison)
+          .containsPattern("\"consumer_counters\":\\{\"deliveries\":[1-9]\\d*,\"duplicates_skipped\":\\d+,"
+              + "\"reclaimed\":\\d+}");
       assertThat(status.waitFor(60)).as("status; stderr: %s", status.stderr()).isZero();
-      assertThat(status.stdout()).contains(transport == Transport.LIST
-          ? "lists, group ledger: waiting 0 (pushed, not taken), in processing 0 (taken, not finished), outbox"
-              + " backlog 0 (committed, not pushed), dead letters " + poison
-          : "group ledger: backlog 0 (never delivered), pending 0 (delivered, not acknowledged), dead letters "
-              + poison);
-      assertThat(dlq.waitFor(60)).isZero();
-      assertThat(dlq.stdout()).contains("the ledger refuses poison payment").hasLineCount(1 + poison);
+      assertThat(status.stdout()).contains("outbox depth 0,", transport == Transport.LIST
+          ? "list group ledger: waiting 0, in processing 0, dead letters " + poison
+          : "group ledger: backlog 0 (never delivered), pending 0 (delivered, not acknowledged), oldest pending -,"
+              + " dead letters " + poison);
+      assertThat(dlq.waitFor(60)).as("dlq; stderr: %s", dlq.stderr()).isZero();
+      assertThat(dlq.stdout()).contains("the ledger refuses poison payment",
+          poison + " dead letters of group ledger: " + poison + " dead").hasLineCount(2 + poison);
       if (transport == Transport.LIST) {
         CliProcess naive = cli("consume", "--transport", "list", "--naive");
         assertThat(naive.waitFor(60)).isEqualTo(2);
@@ -129,6 +141,16 @@ abstract class LedgerCliProcessTest {
     }
     args.addAll(List.of("--name", name, "--workers", "2", "--min-idle", "PT2S", "--max-deliveries", "3"));
     return cli(args.toArray(String[]::new));
+  }
+
+  /** The operator's {@code handoff <args>} as a process, with the options of its command. */
+  private CliProcess handoff(String... args) throws Exception {
+    List<String> all = new ArrayList<>(List.of(args));
+    all.addAll(List.of("--jdbc-url", env.postgres().jdbcUrl(), "--schema", env.schema()));
+    if (args[0].equals("relay") || args[0].equals("status")) {
+      all.addAll(List.of("--redis-url", env.redisUri().toString(), "--key-prefix", env.keyPrefix()));
+    }
+    return CliProcess.handoff(all.toArray(String[]::new));
   }
 
   private CliProcess cli(String... args) throws Exception {

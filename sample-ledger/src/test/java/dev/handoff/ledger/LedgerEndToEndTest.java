@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.handoff.consumer.ConsumerFaults;
+import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.status.ListStatus;
@@ -32,8 +33,6 @@ import java.util.function.IntFunction;
 import java.util.function.ToLongFunction;
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Test;
-import redis.clients.jedis.DefaultJedisClientConfig;
-import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.resps.StreamEntry;
 
@@ -439,9 +438,10 @@ abstract class LedgerEndToEndTest {
     }
 
     private ListStatus listStatus() {
-      return LedgerStatus.collect(env.dataSource(), env.redis(), HostAndPort.from(env.redisUri().getAuthority()),
-          DefaultJedisClientConfig.builder().build(), env.schema(), env.keyPrefix(), Transport.LIST, "ledger")
-          .lists().status();
+      try (ListConsumer probe = new LedgerServers(env.dataSource(), env.redis(), env.redisSpec())
+          .listProbe(env.schema(), env.keyPrefix(), PaymentEvents.TOPIC_CONFIG, "ledger").build()) {
+        return probe.status(); // never started: no heartbeat, no registration, nothing taken
+      }
     }
 
     private long heldBy(String worker) {
@@ -464,7 +464,7 @@ abstract class LedgerEndToEndTest {
 
   /** A ledger consumer with short timeouts; the transport's faults set the rest. */
   private LedgerConsumer.Builder consumer(String name, ConsumerFaults faults) {
-    return LedgerConsumer.builder(env.dataSource(), HostAndPort.from(env.redisUri().getAuthority()))
+    return LedgerConsumer.builder(env.dataSource(), env.redisSpec())
         .faults(faults)
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())

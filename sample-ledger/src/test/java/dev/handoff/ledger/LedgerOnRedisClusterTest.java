@@ -19,8 +19,8 @@ import org.junit.jupiter.api.Test;
 import redis.clients.jedis.RedisClusterClient;
 
 /**
- * The sample's commands on a Redis Cluster, given only {@code --redis-cluster}: {@code relay}, {@code consume},
- * {@code status} and {@code verify} as processes, each payment charged once.
+ * The ledger on a Redis Cluster, given only {@code --redis-cluster}: handoff.jar's {@code relay} and {@code status},
+ * the sample's {@code consume} and {@code verify}, as processes, each payment charged once.
  */
 @HandoffTest
 class LedgerOnRedisClusterTest {
@@ -46,10 +46,12 @@ class LedgerOnRedisClusterTest {
   @Test
   void payRelayConsumeStatusAndVerifyOnAClusterGivenOnlyItsSeeds() throws Exception {
     int payments = 2_000;
-    assertThat(cli("migrate").waitFor(60)).isZero();
+    CliProcess migrate = CliProcess.handoff("migrate", "--jdbc-url", env.postgres().jdbcUrl(), "--schema",
+        env.schema());
+    assertThat(migrate.waitFor(60)).as("migrate; stderr: %s", migrate.stderr()).isZero();
     List<CliProcess> running = new ArrayList<>();
     try {
-      running.add(cli("relay", "--lease-ttl", "PT2S"));
+      running.add(handoff("relay", "--topics", "payments:4", "--lease-ttl", "PT2S"));
       running.add(cli("consume", "--name", "cons-a", "--workers", "2"));
       CliProcess pay = cli("pay", "--count", Integer.toString(payments), "--rate", "2000");
       assertThat(pay.waitFor(60)).as("pay; stderr: %s", pay.stderr()).isZero();
@@ -66,10 +68,10 @@ class LedgerOnRedisClusterTest {
         }
         assertThat(entries).as("one entry added per outbox row").isEqualTo(payments);
       }
-      CliProcess status = cli("status");
+      CliProcess status = handoff("status", "--topic", PaymentEvents.TOPIC);
       assertThat(status.waitFor(60)).as("status; stderr: %s", status.stderr()).isZero();
       assertThat(status.stdout()).contains("group ledger: backlog 0 (never delivered), pending 0 (delivered, not"
-          + " acknowledged), dead letters 0");
+          + " acknowledged), oldest pending -, dead letters 0");
       for (CliProcess p : running) {
         p.process.destroy();
       }
@@ -118,10 +120,18 @@ class LedgerOnRedisClusterTest {
   }
 
   private CliProcess cli(String... args) throws Exception {
+    return CliProcess.start(withCluster(args));
+  }
+
+  /** The operator's {@code handoff <args>} ({@code relay}, {@code status}) on the cluster. */
+  private CliProcess handoff(String... args) throws Exception {
+    return CliProcess.handoff(withCluster(args));
+  }
+
+  private String[] withCluster(String... args) {
     List<String> all = new ArrayList<>(List.of(args));
-    all.addAll(List.of("--jdbc-url", env.postgres().jdbcUrl(), "--redis-cluster",
-        cluster.seeds().stream().map(Object::toString).collect(Collectors.joining(",")), "--schema", env.schema(),
+    all.addAll(List.of("--jdbc-url", env.postgres().jdbcUrl(), "--redis-cluster", seeds(), "--schema", env.schema(),
         "--key-prefix", env.keyPrefix()));
-    return CliProcess.start(all.toArray(String[]::new));
+    return all.toArray(String[]::new);
   }
 }

@@ -1,5 +1,6 @@
 package dev.handoff.ledger;
 
+import dev.handoff.cli.HandoffCommand;
 import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.ledger.cli.LedgerCli;
 import dev.handoff.relay.Relay;
@@ -11,11 +12,11 @@ import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import redis.clients.jedis.HostAndPort;
+import picocli.CommandLine;
 
 /**
- * What the ledger's tests build on: a relay, ledger and naive consumers with short timeouts, and the command line
- * run in-process. One test class, one schema and one key prefix: a schema's outbox and relay leases belong to one set
+ * What the ledger's tests build on: a relay, ledger and naive consumers with short timeouts, and the command lines (the
+ * sample's and the operator's) run in-process. One test class, one schema and one key prefix: a schema's outbox and relay leases belong to one set
  * of streams, so two key prefixes over one schema would make the relay see "lost" streams and publish again.
  */
 final class LedgerTestSupport {
@@ -50,6 +51,30 @@ final class LedgerTestSupport {
     return new Run(exit, out.toString(), err.toString());
   }
 
+  /**
+   * The operator's {@code handoff <args>} ({@code handoff.jar}) in this JVM, against this class's schema and, for the
+   * commands that use Redis, its Redis and key prefix.
+   */
+  Run handoff(String... args) {
+    List<String> all = new ArrayList<>(List.of(args));
+    all.addAll(List.of("--jdbc-url", env.postgres().jdbcUrl(), "--schema", env.schema()));
+    if (args[0].equals("status") || args[0].equals("relay")) {
+      all.addAll(List.of("--redis-url", env.redisUri().toString(), "--key-prefix", env.keyPrefix()));
+    }
+    return handoffAs(all.toArray(String[]::new));
+  }
+
+  /** The operator's {@code handoff <args>} in this JVM, with only the options given. */
+  static Run handoffAs(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CommandLine cli = HandoffCommand.commandLine();
+    cli.setOut(new PrintWriter(out, true));
+    cli.setErr(new PrintWriter(err, true));
+    int exit = cli.execute(args);
+    return new Run(exit, out.toString(), err.toString());
+  }
+
   Relay relay() {
     return Relay.builder(env.dataSource(), env.redisSpec())
         .schema(env.schema())
@@ -69,7 +94,7 @@ final class LedgerTestSupport {
 
   /** The same, with a fault hook (a worker that throws a {@code SimulatedCrash} there dies as a process would). */
   LedgerConsumer ledger(String name, String group, ConsumerFaults faults) {
-    return LedgerConsumer.builder(env.dataSource(), HostAndPort.from(env.redisUri().getAuthority()))
+    return LedgerConsumer.builder(env.dataSource(), env.redisSpec())
         .faults(faults)
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())

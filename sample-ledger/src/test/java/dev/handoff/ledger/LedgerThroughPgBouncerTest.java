@@ -15,7 +15,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import redis.clients.jedis.HostAndPort;
 
 /**
  * The ledger end to end through a real PgBouncer, once per way of running it:
@@ -76,7 +75,7 @@ abstract class LedgerThroughPgBouncerTest {
         builder.notificationDataSource(env.dataSource());
       }
       Relay relay = builder.build();
-      LedgerConsumer consumer = LedgerConsumer.builder(handoff, HostAndPort.from(env.redisUri().getAuthority()))
+      LedgerConsumer consumer = LedgerConsumer.builder(handoff, env.redisSpec())
           .schema(env.schema())
           .keyPrefix(env.keyPrefix())
           .consumerName("c1")

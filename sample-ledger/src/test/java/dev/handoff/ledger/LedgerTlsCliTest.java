@@ -15,8 +15,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The sample's commands against a Redis that speaks mutual TLS only: {@code relay}, {@code consume} and
- * {@code status} with {@code --redis-ca}, {@code --redis-cert} and {@code --redis-key}, as separate processes.
+ * The ledger against a Redis that speaks mutual TLS only: handoff.jar's {@code relay} and {@code status} and the
+ * sample's {@code consume}, with {@code --redis-ca}, {@code --redis-cert} and {@code --redis-key}, as separate
+ * processes.
  */
 @HandoffTest
 class LedgerTlsCliTest {
@@ -39,8 +40,10 @@ class LedgerTlsCliTest {
       List<String> tls = List.of("--redis-url", "rediss://127.0.0.1:" + redis.port(),
           "--redis-ca", certs.caCertificate().toString(), "--redis-cert", certs.clientCertificate().toString(),
           "--redis-key", certs.clientKey().toString());
-      assertThat(cli(List.of(), "migrate").waitFor(60)).isZero();
-      CliProcess relay = cli(tls, "relay");
+      CliProcess migrate = CliProcess.handoff("migrate", "--jdbc-url", env.postgres().jdbcUrl(), "--schema",
+          env.schema());
+      assertThat(migrate.waitFor(60)).as("migrate; stderr: %s", migrate.stderr()).isZero();
+      CliProcess relay = handoff(tls, "relay", "--topics", "payments:4");
       CliProcess consumer = cli(tls, "consume", "--name", "tls-a");
       try {
         CliProcess pay = cli(List.of(), "pay", "--count", Integer.toString(PAYMENTS));
@@ -55,15 +58,15 @@ class LedgerTlsCliTest {
         relay.process.destroyForcibly();
         consumer.process.destroyForcibly();
       }
-      CliProcess status = cli(tls, "status");
+      CliProcess status = handoff(tls, "status", "--topic", PaymentEvents.TOPIC);
       assertThat(status.waitFor(60)).as("status; stderr: %s", status.stderr()).isZero();
       assertThat(status.stdout())
           .contains("group ledger: backlog 0 (never delivered), pending 0 (delivered, not acknowledged)");
       assertThat(env.queryLong("SELECT count(*) FROM outbox WHERE published_at IS NULL")).isZero();
       assertThat(env.queryLong("SELECT count(*) FROM charge WHERE ledger = 'ledger'")).isEqualTo(PAYMENTS);
 
-      // The same status without the client certificate: one line that names the cause.
-      CliProcess refused = cli(tls.subList(0, 4), "status");
+      // The ledger's consumer without the client certificate: one line that names the cause.
+      CliProcess refused = cli(tls.subList(0, 4), "consume");
       assertThat(refused.waitFor(60)).isNotZero();
       assertThat(refused.stderrLines()).hasSize(1);
       assertThat(refused.stderrLines().get(0)).startsWith("sample-ledger: cannot connect to Redis at rediss://"
@@ -72,10 +75,19 @@ class LedgerTlsCliTest {
   }
 
   private CliProcess cli(List<String> redis, String... args) throws Exception {
+    return CliProcess.start(withOptions(redis, args));
+  }
+
+  /** The operator's {@code handoff <args>} ({@code relay}, {@code status}) with these Redis options. */
+  private CliProcess handoff(List<String> redis, String... args) throws Exception {
+    return CliProcess.handoff(withOptions(redis, args));
+  }
+
+  private String[] withOptions(List<String> redis, String... args) {
     List<String> all = new ArrayList<>(List.of(args));
     all.addAll(List.of("--jdbc-url", env.postgres().jdbcUrl(), "--schema", env.schema(), "--key-prefix",
         env.keyPrefix()));
     all.addAll(redis);
-    return CliProcess.start(all.toArray(String[]::new));
+    return all.toArray(String[]::new);
   }
 }

@@ -12,12 +12,11 @@ import dev.handoff.testkit.ConsumerTestKit;
 import dev.handoff.testkit.SimulatedCrash;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
-import redis.clients.jedis.HostAndPort;
 
 /**
- * {@code status} on the list transport keeps the three places apart: the outbox backlog (held back at the capacity),
- * waiting in the lists, and in processing per consumer, with the oldest in processing and the dead letters; it finds
- * the transport by itself and says so in JSON too.
+ * The operator's {@code handoff status} on the ledger's lists keeps the three places apart: the outbox backlog (held
+ * back at the capacity), waiting in the lists, and in processing per consumer with whether it is alive, with the
+ * oldest in processing and the dead letters; it finds the transport by itself and says so in JSON too.
  */
 @HandoffTest
 class ListStatusCommandTest {
@@ -47,7 +46,7 @@ class ListStatusCommandTest {
       relay.relayOnce();
     }
     relay.close();
-    LedgerConsumer ledger = LedgerConsumer.builder(env.dataSource(), HostAndPort.from(env.redisUri().getAuthority()))
+    LedgerConsumer ledger = LedgerConsumer.builder(env.dataSource(), env.redisSpec())
         .transport(Transport.LIST)
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
@@ -65,37 +64,27 @@ class ListStatusCommandTest {
     assertThatThrownBy(() -> ledger.listConsumer().pollOnce()).isInstanceOf(SimulatedCrash.class);
 
     // when
-    LedgerTestSupport.Run text = t.cli("status");
-    LedgerTestSupport.Run json = t.cli("status", "--json");
-    LedgerTestSupport.Run forced = t.cli("status", "--transport", "list");
-    LedgerTestSupport.Run streams = t.cli("status", "--transport", "stream");
-    LedgerTestSupport.Run bad = t.cli("status", "--transport", "carrier-pigeon");
+    LedgerTestSupport.Run text = t.handoff("status", "--topic", PaymentEvents.TOPIC, "--group", "ledger");
+    LedgerTestSupport.Run json = t.handoff("status", "--topic", PaymentEvents.TOPIC, "--group", "ledger", "--json");
 
     // then: 20 pushed (capacity 5 x 4 shards), 2 of them in processing, 80 held back in the outbox
     assertThat(text.exit()).as(text.err()).isZero();
-    assertThat(text.out()).contains("lists, group ledger: waiting 18 (pushed, not taken), in processing 2 (taken, not"
-            + " finished), outbox backlog 80 (committed, not pushed), dead letters 0",
-        "the capacity bounds waiting + in processing per shard", "stuck-0=2 alive")
-        .doesNotContain("stream len");
-    assertThat(text.out()).containsPattern("(?m)^  0 +5 +3 +2 +\\d+ +\\d+-\\d+ \\(\\d+\\.\\ds\\) ");
-    assertThat(forced.exit()).isZero();
-    assertThat(forced.out()).contains("lists, group ledger: waiting 18 (pushed, not taken), in processing 2");
+    assertThat(text.out()).contains("topic payments: 4 shards, [list], outbox depth 80,",
+        "list group ledger: waiting 18, in processing 2, dead letters 0");
+    assertThat(text.out()).containsPattern("(?m)^    \\S+\\{payments:0}:list +waiting 3, in processing \\{stuck-0=2"
+        + " alive}, oldest in processing (?:\\d+ms|\\d+\\.\\ds), capacity 5$");
     assertThat(json.exit()).as(json.err()).isZero();
-    assertThat(json.out()).contains("\"transports\":[\"list\"]", "\"lists\":{\"group\":\"ledger\",\"waiting\":18,"
-        + "\"in_processing\":2,\"outbox_backlog\":80,\"dead_letters\":0,",
-        "\"capacity\":5,\"waiting\":3,\"in_processing\":2,\"outbox_backlog\":");
-    assertThat(json.out()).contains("\"consumers\":[{\"consumer\":\"stuck-0\",\"in_processing\":2,\"alive\":true}],"
-        + "\"oldest_in_processing\":\"");
-    assertThat(streams.exit()).isZero();
-    assertThat(streams.out()).contains("stream len", "no consumer groups yet").doesNotContain("lists, group");
-    assertThat(bad.exit()).isEqualTo(2);
-    assertThat(bad.err()).contains("--transport (or HANDOFF_TRANSPORT) must be stream or list");
+    assertThat(json.out()).contains("\"transports\":[\"list\"]", "\"outboxDepth\":80,",
+        "\"listGroups\":[{\"group\":\"ledger\",\"waiting\":18,\"inProcessing\":2,\"deadLetters\":0,",
+        "\"processing\":{\"stuck-0\":2},\"alive\":{\"stuck-0\":true},\"oldestInProcessingMillis\":",
+        "\"capacity\":5}");
 
     // when the consumer's process is gone for good (halted: no heartbeat) and its heartbeat key expires
     ConsumerTestKit.kill(ledger.listConsumer());
     env.redis().keys(env.keyPrefix() + ":*:alive").forEach(k -> env.redis().del(k));
 
     // then status says it is not alive, with what it still holds
-    assertThat(t.cli("status").out()).contains("stuck-0=2 dead");
+    assertThat(t.handoff("status", "--topic", PaymentEvents.TOPIC, "--group", "ledger").out())
+        .contains("in processing {stuck-0=2 dead}");
   }
 }

@@ -24,8 +24,9 @@ import redis.clients.jedis.Jedis;
  * The production checklist of docs/operations.md, all at once: a Redis that speaks TLS only, a Redis user per
  * component with exactly its {@link RedisAcl} rule, PgBouncer in transaction pooling in front of PostgreSQL, and a
  * database role per component with exactly handoff's grants (plus the sample's own tables, which are the
- * application's to grant). The sample's commands run as separate processes, each as its own users; every payment is
- * charged once, and nothing is refused along the way.
+ * application's to grant). handoff.jar's relay and status and the sample's pay and consume run as separate processes,
+ * each as its own users; every payment is charged once, and nothing is refused along the way but the SCAN the
+ * operator's Redis rule leaves out by design.
  */
 @HandoffTest
 class ProductionSetupTest {
@@ -51,8 +52,7 @@ class ProductionSetupTest {
     DatabaseRole consumer = env.newRole().grant(Role.CONSUMER)
         .execute("GRANT SELECT, INSERT, UPDATE ON " + s + ".charge, " + s + ".payment, " + s + ".consumer_stats"
             + " TO ROLE", "GRANT USAGE ON ALL SEQUENCES IN SCHEMA " + s + " TO ROLE");
-    DatabaseRole operator = env.newRole().grant(Role.OPERATOR)
-        .execute("GRANT SELECT ON " + s + ".consumer_stats TO ROLE");
+    DatabaseRole operator = env.newRole().grant(Role.OPERATOR);
     TestCertificates certs = TestCertificates.generate(dir, "ip:127.0.0.1,dns:localhost");
     try (TlsRedis redis = TlsRedis.start(certs, false);
         PgBouncerServer pgbouncer = PgBouncerServer.start(PoolMode.TRANSACTION, application.name(), relay.name(),
@@ -65,7 +65,7 @@ class ProductionSetupTest {
         admin.aclLogReset();
       }
 
-      CliProcess relayProcess = cli(pgbouncer, relay, redis, "relay", "relay");
+      CliProcess relayProcess = handoff(pgbouncer, relay, redis, "relay", "relay", "--topics", "payments:4");
       CliProcess consumeProcess = cli(pgbouncer, consumer, redis, "ledger", "consume", "--name", "prod-a");
       try {
         CliProcess pay = cli(pgbouncer, application, null, null, "pay", "--count", Integer.toString(PAYMENTS));
@@ -81,11 +81,11 @@ class ProductionSetupTest {
         consumeProcess.process.destroyForcibly();
       }
 
-      CliProcess status = cli(pgbouncer, operator, redis, "operator", "status");
+      CliProcess status = handoff(pgbouncer, operator, redis, "operator", "status", "--topic", PaymentEvents.TOPIC);
       assertThat(status.waitFor(60)).as("status; stderr: %s", status.stderr()).isZero();
       assertThat(status.stdout())
-          .contains("group ledger: backlog 0 (never delivered), pending 0 (delivered, not acknowledged), dead"
-              + " letters 0");
+          .contains("group ledger: backlog 0 (never delivered), pending 0 (delivered, not acknowledged), oldest"
+              + " pending -, dead letters 0");
 
       assertThat(charges()).isEqualTo(PAYMENTS);
       assertThat(env.queryLong("SELECT count(DISTINCT payment_id) FROM charge WHERE ledger = 'ledger'"))
@@ -102,8 +102,10 @@ class ProductionSetupTest {
           .doesNotContain("permission denied").doesNotContain("NOPERM");
       assertThat(pgbouncer.log()).doesNotContain("prepared statement");
       try (Jedis admin = redis.admin()) {
+        // The one refusal: handoff status's SCAN for keys, which RedisAcl.operator leaves out (it would list every key
+        // name of the server); status finds the shards in the relay's leases instead.
         assertThat(admin.aclLog()).extracting(e -> e.getUsername() + " " + e.getContext() + " " + e.getObject())
-            .as("commands Redis refused").isEmpty();
+            .as("commands Redis refused").allMatch(r -> r.equals("operator toplevel scan"));
       }
     }
   }
@@ -115,6 +117,17 @@ class ProductionSetupTest {
   /** A sample command through PgBouncer as {@code role}, and over TLS as the Redis {@code user} when given. */
   private CliProcess cli(PgBouncerServer pgbouncer, DatabaseRole role, TlsRedis redis, String user,
       String... args) throws Exception {
+    return CliProcess.start(withOptions(pgbouncer, role, redis, user, args));
+  }
+
+  /** The operator's {@code handoff <args>} the same way. */
+  private CliProcess handoff(PgBouncerServer pgbouncer, DatabaseRole role, TlsRedis redis, String user,
+      String... args) throws Exception {
+    return CliProcess.handoff(withOptions(pgbouncer, role, redis, user, args));
+  }
+
+  private String[] withOptions(PgBouncerServer pgbouncer, DatabaseRole role, TlsRedis redis, String user,
+      String... args) {
     List<String> all = new ArrayList<>(List.of(args));
     all.addAll(List.of("--jdbc-url", pgbouncer.jdbcUrlAs(role.name()), "--schema", env.schema(),
         "--key-prefix", env.keyPrefix()));
@@ -122,7 +135,7 @@ class ProductionSetupTest {
       all.addAll(List.of("--redis-url", "rediss://" + user + ":" + user + "-secret@127.0.0.1:" + redis.port(),
           "--redis-ca", redis.certificates().caCertificate().toString()));
     }
-    return CliProcess.start(all.toArray(String[]::new));
+    return all.toArray(String[]::new);
   }
 
   private static String[] rule(String user, String rule) {

@@ -3,6 +3,7 @@ package dev.handoff.ledger;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.core.RedisAcl;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.ledger.cli.LedgerCli;
 import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
@@ -15,16 +16,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import redis.clients.jedis.DefaultJedisClientConfig;
-import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
-import redis.clients.jedis.JedisClientConfig;
-import redis.clients.jedis.RedisClient;
 
 /**
  * The sample ledger under the Redis users of docs/operations.md: the relay and the ledger consumer each with its own
- * {@link RedisAcl} rule, and the command line's {@code status} and {@code dlq} with the operator's. Nothing is
- * refused ({@code ACL LOG} stays empty), and the numbers are exact.
+ * {@link RedisAcl} rule, and the operator's {@code handoff status} and {@code dlq} with the operator's. Nothing is
+ * refused ({@code ACL LOG} holds only status's SCAN, which the operator's rule leaves out by design), and the numbers
+ * are exact.
  */
 @HandoffTest
 class RedisAclLedgerTest {
@@ -54,9 +52,7 @@ class RedisAclLedgerTest {
         Integer.toString(PAYMENTS / POISON));
     assertThat(pay.exit()).as(pay.err()).isZero();
 
-    try (RedisClient relayRedis = RedisClient.builder().hostAndPort(host(server)).clientConfig(login("relay"))
-        .build();
-        Relay relay = Relay.builder(env.dataSource(), relayRedis).schema(env.schema()).keyPrefix(prefix)
+    try (Relay relay = Relay.builder(env.dataSource(), login(server, "relay")).schema(env.schema()).keyPrefix(prefix)
             .topic(PaymentEvents.TOPIC_CONFIG).build()) {
       ConsumerTestKit.await("every payment published", Duration.ofSeconds(20), () -> {
         relay.relayOnce();
@@ -65,8 +61,7 @@ class RedisAclLedgerTest {
       relay.maintainOnce();
     }
 
-    LedgerConsumer ledger = LedgerConsumer.builder(env.dataSource(), host(server))
-        .redisConfig(login("ledger"))
+    LedgerConsumer ledger = LedgerConsumer.builder(env.dataSource(), login(server, "ledger"))
         .schema(env.schema())
         .keyPrefix(prefix)
         .workers(1)
@@ -83,31 +78,48 @@ class RedisAclLedgerTest {
         return ledger.deadLetters(100).size() == POISON
             && env.queryLong("SELECT count(*) FROM " + env.schema() + ".charge") == PAYMENTS - POISON;
       });
+
+      String operator = "redis://operator:operator-secret@127.0.0.1:" + server.port();
+      Run status = handoff("status", "--redis-url", operator, "--key-prefix", prefix, "--topic", PaymentEvents.TOPIC);
+      assertThat(status.exit()).as(status.err()).isZero();
+      assertThat(status.out()).contains("group ledger: backlog 0 (never delivered), pending 0 (delivered, not"
+          + " acknowledged), oldest pending -, dead letters " + POISON);
+      Run json = handoff("status", "--redis-url", operator, "--key-prefix", prefix, "--topic", PaymentEvents.TOPIC,
+          "--json");
+      assertThat(json.exit()).as(json.err()).isZero();
+      // dlq needs no Redis: the dead letters and the retry requests are in the database
+      Run list = handoff("dlq", "list", "--group", "ledger");
+      assertThat(list.exit()).as(list.err()).isZero();
+      assertThat(list.out().lines().filter(l -> l.matches("\\d+ +ledger +dead .*"))).hasSize(POISON);
+      assertThat(list.out()).contains(POISON + " dead letters of group ledger: " + POISON + " dead");
+      Run retry = handoff("dlq", "retry", "--group", "ledger", "--all");
+      assertThat(retry.exit()).as(retry.err()).isZero();
+      assertThat(retry.out()).contains("requested retry of " + POISON + " dead letters of group ledger");
+      // the ledger carries the requests out under its own Redis user: still poison, each fails again
+      assertThat(ledger.consumer().maintainOnce()).isEqualTo(POISON);
+      assertThat(handoff("dlq", "list", "--group", "ledger").out())
+          .contains(POISON + " dead letters of group ledger: " + POISON + " retry-failed");
     } finally {
       ledger.close();
     }
 
-    String operator = "redis://operator:operator-secret@127.0.0.1:" + server.port();
-    Run status = cli(operator, "status");
-    assertThat(status.exit()).as(status.err()).isZero();
-    assertThat(status.out()).contains("group ledger: backlog 0 (never delivered), pending 0 (delivered, not"
-        + " acknowledged), dead letters " + POISON);
-    Run json = cli(operator, "status", "--json");
-    assertThat(json.exit()).as(json.err()).isZero();
-    Run list = cli(operator, "dlq", "list");
-    assertThat(list.exit()).as(list.err()).isZero();
-    assertThat(list.out().lines().filter(l -> l.contains(" dead "))).hasSize(POISON);
-    Run retry = cli(operator, "dlq", "retry", "--all"); // still poison: each fails again and stays dead
-    assertThat(retry.out()).contains("retried 0 dead letter(s); " + POISON + " still dead");
-    assertThat(retry.exit()).isEqualTo(1);
-
     try (Jedis admin = admin(server)) {
+      // The one refusal: handoff status's SCAN for keys, which RedisAcl.operator leaves out (it would list every key
+      // name of the server); status finds the shards in the relay's leases instead.
       assertThat(admin.aclLog()).extracting(e -> e.getUsername() + " " + e.getContext() + " " + e.getObject())
-          .as("commands Redis refused").isEmpty();
+          .as("commands Redis refused").allMatch(r -> r.equals("operator toplevel scan"));
     }
   }
 
   private record Run(int exit, String out, String err) {}
+
+  /** The operator's {@code handoff <args>} on this class's schema. */
+  private Run handoff(String... args) {
+    List<String> all = new ArrayList<>(List.of(args));
+    all.addAll(List.of("--jdbc-url", env.postgres().jdbcUrl(), "--schema", env.schema()));
+    LedgerTestSupport.Run run = LedgerTestSupport.handoffAs(all.toArray(String[]::new));
+    return new Run(run.exit(), run.out(), run.err());
+  }
 
   private Run cli(String redisUrl, String... args) {
     List<String> all = new ArrayList<>(List.of(args));
@@ -125,12 +137,9 @@ class RedisAclLedgerTest {
     return tokens.toArray(String[]::new);
   }
 
-  private static JedisClientConfig login(String user) {
-    return DefaultJedisClientConfig.builder().resp2().user(user).password(user + "-secret").build();
-  }
-
-  private static HostAndPort host(RestartableRedis server) {
-    return new HostAndPort("127.0.0.1", server.port());
+  /** The server, logged in as {@code user}. */
+  private static RedisConnectionSpec login(RestartableRedis server, String user) {
+    return RedisConnectionSpec.of("redis://" + user + ":" + user + "-secret@127.0.0.1:" + server.port());
   }
 
   private static Jedis admin(RestartableRedis server) {

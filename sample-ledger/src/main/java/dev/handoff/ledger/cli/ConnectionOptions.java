@@ -4,7 +4,6 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.cli.Connections;
 import dev.handoff.cli.RedisTlsOptions;
 import dev.handoff.core.RedisConnectionSpec;
-import dev.handoff.core.RedisUrl;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.internal.SchemaNames;
 import dev.handoff.ledger.LedgerException;
@@ -12,12 +11,9 @@ import dev.handoff.ledger.LedgerMigrations;
 import dev.handoff.migrations.HandoffMigrations;
 import java.time.Duration;
 import java.util.List;
-import java.util.Set;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
-import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.UnifiedJedis;
 
 /** The options every command but {@code demo} takes: where PostgreSQL and Redis are, and the names inside them. */
@@ -55,9 +51,6 @@ public final class ConnectionOptions {
       description = "prefix of the Redis keys (env HANDOFF_KEY_PREFIX; default ${DEFAULT-VALUE})")
   String keyPrefix;
 
-  /** Where a Redis server is (or the seeds of a cluster, empty for one server) and how to log in to it. */
-  record RedisTarget(HostAndPort server, JedisClientConfig config, Set<HostAndPort> cluster) {}
-
   String schema() {
     try {
       return SchemaNames.requireValid(schema);
@@ -82,12 +75,15 @@ public final class ConnectionOptions {
     return Connections.database(jdbcUrl, maxConnections, poolName, connectTimeout);
   }
 
-  /** A pool to PostgreSQL whose schema holds the ledger's tables. */
+  /**
+   * A pool to PostgreSQL whose schema holds handoff's tables and the ledger's (created here the first time; see
+   * {@link LedgerMigrations#ensureTables}).
+   */
   HikariDataSource migratedDatabase(int maxConnections, String poolName) {
     String s = schema();
     HikariDataSource db = database(maxConnections, poolName);
     try {
-      LedgerMigrations.requireMigrated(db, s);
+      LedgerMigrations.ensureTables(db, s);
     } catch (RuntimeException e) {
       db.close();
       throw e;
@@ -106,10 +102,9 @@ public final class ConnectionOptions {
    * The Redis server, login and TLS for handoff's consumer, which opens its own connections; its socket timeout is
    * 5 s unless {@code --redis-socket-timeout} says otherwise.
    */
-  RedisTarget redisTarget() {
+  RedisConnectionSpec consumerRedis() {
     requireRedisUrl();
-    RedisConnectionSpec spec = redisTlsSpec(CONSUMER_SOCKET_TIMEOUT);
-    return new RedisTarget(spec.hostAndPort(), spec.clientConfig(), spec.clusterNodes());
+    return redisTlsSpec(CONSUMER_SOCKET_TIMEOUT);
   }
 
   private RedisConnectionSpec redisTlsSpec(Duration defaultSocketTimeout) {
@@ -135,17 +130,5 @@ public final class ConnectionOptions {
     if ((redisUrl == null || redisUrl.isBlank()) && (redisCluster == null || redisCluster.isEmpty())) {
       throw new LedgerException("--redis-url or HANDOFF_REDIS_URL (or --redis-cluster) is required");
     }
-  }
-
-  /** The server and login of {@code url}, read by {@link RedisUrl#parse(String)} as the relay's CLI reads it. */
-  static RedisTarget parseRedisUrl(String url) {
-    RedisUrl parsed;
-    try {
-      parsed = RedisUrl.parse(url);
-    } catch (IllegalArgumentException e) {
-      throw new LedgerException(e.getMessage()); // one line, the password masked
-    }
-    return new RedisTarget(parsed.hostAndPort(),
-        DefaultJedisClientConfig.builder().from(parsed.clientConfig()).timeoutMillis(5_000).build(), Set.of());
   }
 }

@@ -3,6 +3,7 @@ package dev.handoff.ledger.cli;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.cli.Signals;
 import dev.handoff.consumer.internal.ConsumerNames;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.Transport;
 import dev.handoff.ledger.ConsumerCounters;
 import dev.handoff.ledger.LedgerConsumer;
@@ -100,13 +101,11 @@ final class ConsumeCommand implements Callable<Integer> {
           return 0;
         }
       }
-      ConnectionOptions.RedisTarget redis = connection.redisTarget();
+      RedisConnectionSpec redis = connection.consumerRedis();
       try (UnifiedJedis check = connection.redis(1)) {
         check.ping(); // fail fast with one line if Redis is not there
       }
-      LedgerConsumer consumer = LedgerConsumer.builder(db, redis.server())
-          .redisConfig(redis.config())
-          .redisCluster(redis.cluster())
+      LedgerConsumer consumer = LedgerConsumer.builder(db, redis)
           .schema(schema)
           .keyPrefix(keyPrefix)
           .transport(t)

@@ -84,9 +84,7 @@ final class DemoCommand implements Callable<Integer> {
       try (HikariDataSource db = Connections.database(jdbc, 24, "ledger-demo");
           UnifiedJedis redis = Connections.client(spec, 24, Connections.DEFAULT_CONNECT_TIMEOUT)) {
         LedgerMigrations.migrate(db, schema);
-        ConnectionOptions.RedisTarget target = ConnectionOptions.parseRedisUrl(redisAt);
-        Demo.Report report = Demo.run(new LedgerServers(db, redis, seeds.isEmpty() ? target.server() : seeds.get(0),
-            target.config(), spec.clusterNodes()), config, out);
+        Demo.Report report = Demo.run(new LedgerServers(db, redis, spec), config, out);
         report.lines().forEach(out::println);
         out.flush();
         return report.passed() ? 0 : 1;

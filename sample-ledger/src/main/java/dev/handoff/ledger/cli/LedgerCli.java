@@ -7,17 +7,17 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /**
- * The sample ledger's command line ({@code java -jar sample-ledger.jar <command>}). Exit codes: 0 success, 1 the
- * command ran and found a problem ({@code verify} failed, a dead letter failed again, the demo's audit failed),
- * 2 a usage error or an error such as a bad URL, an unreachable server or a missing schema, always reported as one
- * line on stderr without passwords.
+ * The sample ledger's command line ({@code java -jar sample-ledger.jar <command>}): the ledger's own commands. The
+ * relay, {@code status}, {@code dlq} and handoff's {@code migrate} are the operator's command line's
+ * ({@code java -jar cli/target/handoff.jar}). Exit codes: 0 success, 1 the command ran and found a problem
+ * ({@code verify} failed, the demo's audit failed), 2 a usage error or an error such as a bad URL, an unreachable
+ * server or a missing schema, always reported as one line on stderr without passwords.
  */
 @Command(name = "sample-ledger", mixinStandardHelpOptions = true, scope = CommandLine.ScopeType.INHERIT,
     sortOptions = false,
     description = "The handoff sample billing ledger: payments through a transactional outbox into Redis Streams"
         + " or lists, charged exactly once.",
-    subcommands = {DemoCommand.class, BenchCommand.class, MigrateCommand.class, PayCommand.class, RelayCommand.class,
-        ConsumeCommand.class, VerifyCommand.class, StatusCommand.class, DlqCommand.class,
+    subcommands = {DemoCommand.class, PayCommand.class, ConsumeCommand.class, VerifyCommand.class,
         CommandLine.HelpCommand.class})
 public final class LedgerCli implements Runnable {
 
@@ -59,8 +59,8 @@ public final class LedgerCli implements Runnable {
 
   @Override
   public void run() {
-    throw new CommandLine.ParameterException(spec.commandLine(), "a command is required: demo, bench, migrate, pay,"
-        + " relay, consume, verify, status or dlq");
+    throw new CommandLine.ParameterException(spec.commandLine(), "a command is required: demo, pay, consume or"
+        + " verify (the relay, status and dlq are handoff.jar's)");
   }
 
   /** The first line of what went wrong, with passwords masked. */

@@ -1,0 +1,100 @@
+package dev.handoff.benchmarks.ledger;
+
+import dev.handoff.ledger.Payment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * Producer threads of the benchmark and the soak: each pays {@code perTransaction} payments per transaction (through
+ * the payment service, or the raw pipeline's plain inserts), at its share of {@code rate} (or flat out at rate 0),
+ * until a deadline. The first failure stops its thread and is kept for the caller.
+ */
+final class PacedProducers {
+
+  /** The payments numbered {@code base} to {@code base + count - 1}. */
+  interface Payments {
+    List<Payment> batch(long base, int count);
+  }
+
+  /** Writes one transaction of payments and commits it. */
+  interface Pay {
+    void pay(List<Payment> batch) throws Exception;
+  }
+
+  /** Called right after the {@code count} payments numbered from {@code base} committed, at {@code nanos}. */
+  interface Committed {
+    void committed(long base, int count, long nanos);
+  }
+
+  private final String threadName;
+  private final int producers;
+  private final int perTransaction;
+  private final double rate;
+  private final List<Thread> threads = new ArrayList<>();
+  private final AtomicReference<Throwable> failure = new AtomicReference<>();
+
+  /** @param rate payments per second, all producers together; 0 is flat out */
+  PacedProducers(String threadName, int producers, int perTransaction, double rate) {
+    this.threadName = threadName;
+    this.producers = producers;
+    this.perTransaction = perTransaction;
+    this.rate = rate;
+  }
+
+  /** How a producer's own count of payments becomes the payment numbers it writes. */
+  interface Numbering {
+    long base(long local, int perTransaction);
+  }
+
+  /** Starts the producers, paced from {@code from} and stopping at {@code until} ({@link System#nanoTime()}). */
+  void start(long from, long until, Pay pay, Payments payments, Committed committed) {
+    start(from, until, pay, payments, committed, (local, pb) -> local);
+  }
+
+  /**
+   * As {@link #start(long, long, Pay, Payments, Committed)}, with payment numbers from {@code numbering}: one of
+   * several producer processes takes every n-th block of numbers, so that together they number densely.
+   */
+  void start(long from, long until, Pay pay, Payments payments, Committed committed, Numbering numbering) {
+    AtomicLong next = new AtomicLong();
+    int pb = perTransaction;
+    double perProducer = rate / producers;
+    for (int p = 0; p < producers; p++) {
+      threads.add(new Thread(() -> {
+        try {
+          for (long k = 0; ; k++) {
+            if (rate > 0) {
+              long due = from + (long) (k * pb / perProducer * 1e9);
+              long wait = due - System.nanoTime();
+              if (wait > 0) {
+                Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+              }
+            }
+            if (System.nanoTime() >= until) {
+              return;
+            }
+            long base = numbering.base(next.getAndAdd(pb), pb);
+            List<Payment> batch = payments.batch(base, pb);
+            pay.pay(batch);
+            committed.committed(base, batch.size(), System.nanoTime());
+          }
+        } catch (Throwable e) {
+          failure.compareAndSet(null, e);
+        }
+      }, threadName + p));
+    }
+    threads.forEach(Thread::start);
+  }
+
+  /** Waits for every producer to stop. */
+  void join() {
+    BenchThreads.joinAll(threads);
+  }
+
+  /** The first producer failure, or {@code null}. */
+  Throwable failure() {
+    return failure.get();
+  }
+}

@@ -1,0 +1,169 @@
+package dev.handoff.benchmarks;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.offset;
+
+import dev.handoff.ledger.LedgerAudit;
+import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.TestEnvironment;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.util.List;
+import java.util.function.BiFunction;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code bench --quick} against the test servers: it writes its report and its counts are the database's. */
+@HandoffTest
+class BenchTest {
+
+  private final TestEnvironment env;
+
+  BenchTest(TestEnvironment env) {
+    this.env = env;
+  }
+
+  @Test
+  void quickBenchWritesItsReportAndAgreesWithTheDatabase(@TempDir Path dir) throws Exception {
+    // when
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    Path report = dir.resolve("report");
+    int exit = BenchmarksCli.execute(new PrintWriter(out), new PrintWriter(err), "bench", "--quick", "--jdbc-url",
+        env.postgres().jdbcUrl(), "--redis-url", env.redisUri().toString(), "--schema", env.schema(),
+        "--key-prefix", env.keyPrefix(), "--report", report.toString());
+
+    // then
+    String printed = out.toString();
+    assertThat(exit).as("exit code; output:%n%s%nstderr:%n%s", printed, err).isZero();
+    for (String f : new String[] {"report.md", "throughput.svg", "latency-1.svg", "histogram-1.svg",
+        "overload-memory.svg", "overload-backlog.svg", "rates.svg", "summary.tsv"}) {
+      assertThat(report.resolve(f)).as(f).isNotEmptyFile();
+    }
+    assertThat(Files.readString(report.resolve("throughput.svg"))).startsWith("<svg").contains("<polyline");
+    String md = Files.readString(report.resolve("report.md"));
+    assertThat(md).contains("## Targets", "## Components against their baselines", "raw pipelined XADD",
+        "raw batched insert of inbox marker + charge", "## Memory when producers outrun consumers tenfold");
+    // It names the servers it ran against: the ones this test gave it, whichever versions they are.
+    assertThat(md).contains("| PostgreSQL | PostgreSQL " + postgresVersion() + " ");
+    assertThat(md).contains("| Redis | " + redisVersion() + " (");
+
+    // The main runs' payments and charges, as printed, are the database's, one charge each: the run at 500/s, then
+    // the one flat out, in the same schema.
+    Matcher m = Pattern.compile("^e2e run 1 \\(2x1, 500/s\\): payments (\\d+) charges (\\d+)$", Pattern.MULTILINE)
+        .matcher(printed);
+    assertThat(m.find()).as("summary line in:%n%s", printed).isTrue();
+    assertThat(Long.parseLong(m.group(1))).isGreaterThan(500);
+    Matcher flat = Pattern.compile("^e2e run 2 \\(2x1, flat out\\): payments (\\d+) charges (\\d+)$",
+        Pattern.MULTILINE).matcher(printed);
+    assertThat(flat.find()).as("flat-out summary line in:%n%s", printed).isTrue();
+    long payments = Long.parseLong(m.group(1)) + Long.parseLong(flat.group(1));
+    long charges = Long.parseLong(m.group(2)) + Long.parseLong(flat.group(2));
+    assertThat(charges).isEqualTo(payments);
+    // Besides the settled history the schema starts with, so that its statistics describe a running service.
+    assertThat(env.queryLong("SELECT count(*) FROM payment WHERE payment_id NOT LIKE 'history-%'"))
+        .isEqualTo(payments);
+    assertThat(env.queryLong("SELECT count(*) FROM charge WHERE ledger = 'ledger'"
+        + " AND payment_id NOT LIKE 'history-%'")).isEqualTo(charges);
+    assertThat(env.queryLong("SELECT count(*) FROM charge WHERE payment_id LIKE 'history-%'"))
+        .isEqualTo(env.queryLong("SELECT count(*) FROM payment WHERE payment_id LIKE 'history-%'"))
+        .isEqualTo(20_000);
+    assertThat(LedgerAudit.audit(env.dataSource(), env.schema(), "ledger").passed()).isTrue();
+
+    // Right after it, the raw pipeline at the same rate: every one of its payments charged exactly once, counted in
+    // its own schema before that was dropped, and the comparison printed and reported.
+    Matcher raw = Pattern.compile("^e2e raw run 1 \\(2x1, 500/s\\): payments (\\d+) charge rows (\\d+) charged"
+        + " payments"
+        + " (\\d+)$", Pattern.MULTILINE).matcher(printed);
+    assertThat(raw.find()).as("raw pipeline line in:%n%s", printed).isTrue();
+    long rawPayments = Long.parseLong(raw.group(1));
+    assertThat(rawPayments).isGreaterThan(500);
+    assertThat(Long.parseLong(raw.group(2))).as("raw charge rows").isEqualTo(rawPayments);
+    assertThat(Long.parseLong(raw.group(3))).as("raw payments charged").isEqualTo(rawPayments);
+    assertThat(printed).containsPattern("(?m)^end-to-end vs raw pipeline \\(2x1, 500/s\\): \\d+% of raw's \\S+/s$");
+    assertThat(md).contains("## End to end against a raw pipeline", "### Database commits per payment",
+        "each charged once");
+    // The relay's transactions are counted, not derived, and the consumer's round trips per batch reported.
+    assertThat(md).contains("### Consumer round trips per batch", "CountingDataSource", "![throughput and p99 against"
+        + " the asked rate](rates.svg)").doesNotContain("**derived**", "(derived)");
+    assertThat(Files.readString(report.resolve("rates.svg"))).startsWith("<svg").contains("<polyline", "<circle",
+        "handoff", "raw pipeline");
+    assertThat(printed).containsPattern("(?m)consumer per batch \\(run 1 \\(2x1, 500/s\\)\\): [\\d,]+ batches of"
+        + " [\\d.]+"
+        + " entries; XREADGROUP [\\d.]+, XACK [\\d.]+")
+        .containsPattern("(?m)consumer per batch \\(raw run 1 \\(2x1, 500/s\\)\\): ");
+    List<String> tsv = Files.readAllLines(report.resolve("summary.tsv"));
+    assertThat(tsv).as("summary.tsv: a header and one line per run (handoff and raw at 500/s, then flat out)")
+        .hasSize(5);
+    // Flat out, the producer side: the same transactions without the outbox row, beside raw's and handoff's.
+    assertThat(printed).containsPattern("(?m)^producer side \\(2x1\\): handoff [\\d,]+ tx/s = \\d+% of the same"
+        + " transactions without the outbox row \\([\\d,]+ tx/s\\); raw pipeline \\d+%$");
+    assertThat(md).contains("### Producer side", "| 2x1 | ");
+    List<String> columns = List.of(tsv.get(0).split("\t"));
+    BiFunction<Integer, String, String> cell = (line, column) ->
+        tsv.get(line).split("\t")[columns.indexOf(column)];
+    BiFunction<Integer, String, Double> number = (line, column) ->
+        Double.parseDouble(cell.apply(line, column));
+    assertThat(cell.apply(1, "pipeline")).isEqualTo("handoff");
+    assertThat(cell.apply(2, "pipeline")).isEqualTo("raw");
+    for (int line = 1; line <= 2; line++) {
+      assertThat(number.apply(line, "rate_asked")).isEqualTo(500);
+      assertThat(cell.apply(line, "relay_counted")).isEqualTo("true");
+      assertThat(number.apply(line, "relay_commits_per_payment")).as("relay commits counted").isPositive();
+      assertThat(number.apply(line, "producer_commits_per_payment")).isEqualTo(1.0); // one payment per transaction
+      assertThat(number.apply(line, "consumer_batches")).isPositive();
+      assertThat(number.apply(line, "consumer_batch_size")).isBetween(1.0, 100.0);
+      assertThat(number.apply(line, "xreadgroup_per_batch")).as("XREADGROUP per batch").isGreaterThanOrEqualTo(1);
+      assertThat(number.apply(line, "xack_per_batch")).as("XACK per batch").isGreaterThanOrEqualTo(1);
+      assertThat(number.apply(line, "db_commits_per_batch")).as("database commits per batch")
+          .isGreaterThanOrEqualTo(1);
+      assertThat(number.apply(line, "p99_ms")).isPositive();
+      assertThat(number.apply(line, "window_charged_per_s")).isPositive();
+    }
+    // The raw consumer reads new entries only, commits once per batch, and never claims.
+    assertThat(number.apply(2, "db_commits_per_batch")).isEqualTo(1.0);
+    assertThat(number.apply(2, "xautoclaim_per_batch")).isZero();
+    // The handoff relay's one rollback per connection of its LISTEN (the session check) and nothing else.
+    assertThat(number.apply(1, "relay_rollbacks")).isBetween(0.0, 3.0);
+    // Every payment of each run is in its counted consumer batches.
+    assertThat(number.apply(1, "consumer_batches") * number.apply(1, "consumer_batch_size"))
+        .isCloseTo((double) Long.parseLong(m.group(1)), offset(0.5));
+    assertThat(number.apply(3, "consumer_batches") * number.apply(3, "consumer_batch_size"))
+        .isCloseTo((double) Long.parseLong(flat.group(1)), offset(0.5));
+
+    // The raw run wrote nothing into the main schema.
+    assertThat(env.queryLong("SELECT count(*) FROM charge WHERE ledger = 'raw'")).isZero();
+    // The auxiliary schemas are gone.
+    assertThat(env.queryLong("SELECT count(*) FROM pg_namespace WHERE nspname LIKE ?", env.schema() + "\\_%"))
+        .isZero();
+  }
+
+  /** The test server's version number, such as {@code 17.5} or {@code 15.20}, as {@code version()} starts with it. */
+  private String postgresVersion() throws Exception {
+    try (Connection c = env.dataSource().getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SHOW server_version")) {
+      assertThat(rs.next()).isTrue();
+      String version = rs.getString(1).strip().split("\\s+")[0];
+      assertThat(version).matches("\\d+(\\.\\d+)*");
+      return version;
+    }
+  }
+
+  /** The test Redis server's {@code redis_version}. */
+  private String redisVersion() {
+    for (String line : env.redis().info("server").split("\r?\n")) {
+      if (line.startsWith("redis_version:")) {
+        return line.substring("redis_version:".length()).strip();
+      }
+    }
+    throw new AssertionError("no redis_version in INFO server");
+  }
+}
