@@ -2,7 +2,6 @@ package dev.handoff.ledger;
 
 import dev.handoff.consumer.ConsumerListener;
 import dev.handoff.consumer.InboundMessage;
-import dev.handoff.core.internal.SchemaNames;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -94,7 +93,7 @@ public final class ConsumerCounters implements ConsumerListener {
   public static Optional<Recorded> recorded(DataSource dataSource, String schema, String group) {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement("SELECT deliveries, duplicates_skipped, reclaimed FROM "
-            + SchemaNames.requireValid(schema) + ".consumer_stats WHERE consumer_group = ?")) {
+            + LedgerMigrations.requireValidSchema(schema) + ".consumer_stats WHERE consumer_group = ?")) {
       ps.setString(1, group);
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next() ? Optional.of(new Recorded(rs.getLong(1), rs.getLong(2), rs.getLong(3))) : Optional.empty();
@@ -111,7 +110,7 @@ public final class ConsumerCounters implements ConsumerListener {
     if (delta[0] == 0 && delta[1] == 0 && delta[2] == 0) {
       return;
     }
-    String sql = "INSERT INTO " + SchemaNames.requireValid(schema) + ".consumer_stats AS s"
+    String sql = "INSERT INTO " + LedgerMigrations.requireValidSchema(schema) + ".consumer_stats AS s"
         + " (consumer_group, deliveries, duplicates_skipped, reclaimed) VALUES (?, ?, ?, ?)"
         + " ON CONFLICT (consumer_group) DO UPDATE SET deliveries = s.deliveries + excluded.deliveries,"
         + " duplicates_skipped = s.duplicates_skipped + excluded.duplicates_skipped,"

@@ -1,7 +1,6 @@
 package dev.handoff.ledger;
 
 import dev.handoff.consumer.InboundMessage;
-import dev.handoff.core.internal.SchemaNames;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -28,7 +27,7 @@ public final class Ledger {
    * @param ledgerName the name written in {@code charge.ledger}: the consumer group that books the charges
    */
   public Ledger(String schema, String ledgerName) {
-    SchemaNames.requireValid(schema);
+    LedgerMigrations.requireValidSchema(schema);
     this.ledgerName = ledgerName;
     String from = " FROM unnest(?::varchar[], ?::uuid[], ?::bigint[]) AS m(payment_id, message_id, amount_cents)";
     String notPoison = " WHERE NOT EXISTS (SELECT 1 FROM " + schema + ".payment p"

@@ -1,6 +1,5 @@
 package dev.handoff.ledger;
 
-import dev.handoff.core.internal.SchemaNames;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -145,7 +144,7 @@ public final class LedgerAudit {
 
   /** Audits ledger {@code ledger} (a consumer group) in {@code schema}. */
   public static Result audit(DataSource dataSource, String schema, String ledger) {
-    String s = SchemaNames.requireValid(schema);
+    String s = LedgerMigrations.requireValidSchema(schema);
     String perPayment = "SELECT payment_id, count(*) AS n, count(DISTINCT message_id) AS m FROM " + s
         + ".charge WHERE ledger = ? GROUP BY payment_id";
     try (Connection c = dataSource.getConnection()) {

@@ -1,12 +1,12 @@
 package dev.handoff.ledger;
 
-import dev.handoff.core.internal.SchemaNames;
 import dev.handoff.migrations.HandoffMigrations;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.List;
+import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
 
@@ -27,7 +27,24 @@ public final class LedgerMigrations {
   private static final List<String> HANDOFF_TABLES = List.of("outbox", "relay_lease", "inbox", "dead_letter");
   private static final List<String> LEDGER_TABLES = List.of("payment", "charge", "consumer_stats");
 
+  /** A schema name the ledger interpolates into its SQL: a lower-case identifier of at most 48 characters. */
+  private static final Pattern SCHEMA = Pattern.compile("[a-z_][a-z0-9_]{0,47}");
+
   private LedgerMigrations() {}
+
+  /**
+   * Returns {@code schema} if it is a lower-case SQL identifier of at most 48 characters (the ledger puts it in its
+   * SQL, where it cannot be a bound parameter).
+   *
+   * @throws IllegalArgumentException naming the offending value otherwise
+   */
+  public static String requireValidSchema(String schema) {
+    if (schema == null || !SCHEMA.matcher(schema).matches()) {
+      throw new IllegalArgumentException("schema must match " + SCHEMA.pattern()
+          + " (lower-case letters, digits, underscores), was " + (schema == null ? "null" : "'" + schema + "'"));
+    }
+    return schema;
+  }
 
   /**
    * Creates or upgrades handoff's and the ledger's tables in {@code schema} (the demo and the tests, which own their
@@ -36,7 +53,7 @@ public final class LedgerMigrations {
    * @return the number of scripts applied (0 when both were up to date)
    */
   public static int migrate(DataSource dataSource, String schema) {
-    SchemaNames.requireValid(schema);
+    requireValidSchema(schema);
     return HandoffMigrations.migrate(dataSource, schema) + migrateLedger(dataSource, schema);
   }
 
@@ -46,7 +63,7 @@ public final class LedgerMigrations {
    * @return the number of scripts applied
    */
   public static int migrateLedger(DataSource dataSource, String schema) {
-    SchemaNames.requireValid(schema);
+    requireValidSchema(schema);
     Flyway ledger = Flyway.configure(LedgerMigrations.class.getClassLoader())
         .dataSource(dataSource)
         .schemas(schema)
@@ -69,7 +86,7 @@ public final class LedgerMigrations {
    * @throws LedgerException naming the first of handoff's tables that is missing, and how to create it
    */
   public static void ensureTables(DataSource dataSource, String schema) {
-    SchemaNames.requireValid(schema);
+    requireValidSchema(schema);
     String missing = firstMissing(dataSource, schema, HANDOFF_TABLES);
     if (missing != null) {
       throw new LedgerException("schema '" + schema + "' has no table '" + missing + "': create handoff's tables"

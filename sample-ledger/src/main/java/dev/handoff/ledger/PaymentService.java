@@ -1,7 +1,6 @@
 package dev.handoff.ledger;
 
 import dev.handoff.core.TopicConfig;
-import dev.handoff.core.internal.SchemaNames;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import java.sql.Array;
@@ -39,7 +38,7 @@ public final class PaymentService {
     this.dataSource = dataSource;
     this.outbox = Outbox.builder().schema(schema).topic(topic).build();
     // ON CONFLICT DO NOTHING waits for a concurrent insert of the same ID and then skips it: exactly one wins.
-    this.insert = "INSERT INTO " + SchemaNames.requireValid(schema) + ".payment"
+    this.insert = "INSERT INTO " + LedgerMigrations.requireValidSchema(schema) + ".payment"
         + " (payment_id, account, amount_cents, poison)"
         + " SELECT * FROM unnest(?::varchar[], ?::varchar[], ?::bigint[], ?::boolean[])"
         + " ON CONFLICT (payment_id) DO NOTHING RETURNING payment_id";

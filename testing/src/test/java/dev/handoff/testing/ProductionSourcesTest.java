@@ -66,6 +66,16 @@ class ProductionSourcesTest {
   }
 
   @Test
+  void theSampleLedgerUsesThePublicApiOnly() throws IOException {
+    List<String> offenders = productionSources(List.of("sample-ledger"))
+        .filter(p -> Pattern.compile("^import (?:static )?dev\\.handoff\\.[\\w.]*\\.internal\\.", Pattern.MULTILINE)
+            .matcher(read(p)).find())
+        .map(p -> ROOT.relativize(p).toString())
+        .toList();
+    assertThat(offenders).isEmpty();
+  }
+
+  @Test
   void theProducersModulesNameNeitherJedisNorFlywayAndKeepThemOutOfTheirRunTime() throws IOException {
     List<String> naming = productionSources(List.of("outbox")).filter(p -> {
       String text = read(p);

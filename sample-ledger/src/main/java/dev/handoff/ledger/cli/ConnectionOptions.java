@@ -5,7 +5,6 @@ import dev.handoff.cli.Connections;
 import dev.handoff.cli.RedisTlsOptions;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
-import dev.handoff.core.internal.SchemaNames;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.LedgerMigrations;
 import dev.handoff.migrations.HandoffMigrations;
@@ -53,7 +52,7 @@ public final class ConnectionOptions {
 
   String schema() {
     try {
-      return SchemaNames.requireValid(schema);
+      return LedgerMigrations.requireValidSchema(schema);
     } catch (IllegalArgumentException e) {
       throw new LedgerException("--schema: " + e.getMessage());
     }

@@ -2,7 +2,6 @@ package dev.handoff.ledger.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.cli.Signals;
-import dev.handoff.consumer.internal.ConsumerNames;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.Transport;
 import dev.handoff.ledger.ConsumerCounters;
@@ -85,11 +84,11 @@ final class ConsumeCommand implements Callable<Integer> {
     String schema = connection.schema();
     String keyPrefix = connection.keyPrefix();
     String g = group != null ? group : naive ? NaiveConsumer.DEFAULT_GROUP : LedgerConsumer.DEFAULT_GROUP;
-    String consumerName = name != null ? name : ConsumerNames.generate();
     CountDownLatch stop = Signals.termination();
     try (HikariDataSource db = connection.migratedDatabase(workers + 3, "ledger-consume")) {
       if (naive) {
         try (UnifiedJedis redis = connection.redis(workers + 2)) {
+          String consumerName = name != null ? name : "naive-" + ProcessHandle.current().pid();
           NaiveConsumer consumer = new NaiveConsumer(db, redis, schema, keyPrefix, g, consumerName, workers,
               batchSize, idle);
           consumer.start();
@@ -110,13 +109,14 @@ final class ConsumeCommand implements Callable<Integer> {
           .keyPrefix(keyPrefix)
           .transport(t)
           .group(g)
-          .consumerName(consumerName)
+          .consumerName(name)                   // null: handoff's default, host and process
           .workers(workers)
           .batchSize(batchSize)
           .minIdle(idle)
           .maxDeliveries(maxDeliveries)
           .build();
       consumer.start();
+      String consumerName = consumer.handoff().config().consumerName();
       running("ledger consumer %s of group '%s' running on %s (%d workers); SIGTERM to stop", consumerName, g,
           t == Transport.LIST ? "lists" : "streams", workers);
       stop.await();
