@@ -2,7 +2,6 @@ package dev.handoff.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.consumer.admin.StreamAdmin;
-import dev.handoff.core.RedisConnectionSpec;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -38,19 +37,18 @@ final class AdminOptions {
   Opened open(CommandSpec spec, String poolName) {
     HikariDataSource db = database.jdbcUrl == null || database.jdbcUrl.isBlank() ? null
         : database.open(spec, 1, poolName);
-    RedisConnectionSpec reachable;
     try {
-      reachable = redis.awaitReachable(database.connectTimeout());
+      StreamAdmin.Builder b = StreamAdmin.builder(redis.awaitReachable(database.connectTimeout()))
+          .keyPrefix(redis.keyPrefix()).countLimit(countLimit);
+      if (db != null) {
+        b.dataSource(db).schema(database.schema());
+      }
+      return new Opened(db, b.build());
     } catch (RuntimeException e) {
       if (db != null) {
         db.close();
       }
       throw e;
     }
-    StreamAdmin.Builder b = StreamAdmin.builder(reachable).keyPrefix(redis.keyPrefix()).countLimit(countLimit);
-    if (db != null) {
-      b.dataSource(db).schema(database.schema());
-    }
-    return new Opened(db, b.build());
   }
 }

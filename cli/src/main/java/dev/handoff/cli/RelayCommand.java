@@ -185,22 +185,25 @@ final class RelayCommand implements Callable<Integer> {
         builder.meterRegistry(metrics.registry());
       }
       topicConfigs.forEach(builder::topic);
-      Relay relay = builder.build();
-      built.set(relay);
-      relay.start();
-      log().info("relay running against {} and {}; SIGTERM to stop", database.maskedUrl(), redis.maskedUrl());
-      HealthFile health = healthFile == null ? null : new HealthFile(healthFile);
-      do {
+      // Closed before the database pools whatever fails below (a start refused, a health file that cannot be
+      // written): its leases are released and its own Redis pool closed, and no relay thread outlives them.
+      try (Relay relay = builder.build()) {
+        built.set(relay);
+        relay.start();
+        log().info("relay running against {} and {}; SIGTERM to stop", database.maskedUrl(), redis.maskedUrl());
+        HealthFile health = healthFile == null ? null : new HealthFile(healthFile);
+        do {
+          if (health != null) {
+            health.write(relay.health());
+          }
+        } while (!stop.await(1, TimeUnit.SECONDS));
+        boolean drained = relay.close(drainTimeout);
         if (health != null) {
           health.write(relay.health());
         }
-      } while (!stop.await(1, TimeUnit.SECONDS));
-      boolean drained = relay.close(drainTimeout);
-      if (health != null) {
-        health.write(relay.health());
+        log().info("relay stopped{}", drained ? "" : " (some assigned rows are left for the next owner)");
+        return 0;
       }
-      log().info("relay stopped{}", drained ? "" : " (some assigned rows are left for the next owner)");
-      return 0;
     }
   }
 

@@ -36,6 +36,7 @@ public interface HandoffConsumer extends AutoCloseable {
    * those schedules, and for a consumer that is only polled. Safe beside a started consumer.
    *
    * @return how many retry and replay requests ran (retried, failed again and recorded, or replayed)
+   * @throws IllegalStateException once the consumer is closed
    */
   int maintainOnce();
 

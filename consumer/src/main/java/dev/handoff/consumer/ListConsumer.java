@@ -5,7 +5,6 @@ import dev.handoff.core.RedisConnectionSpec;
 import java.time.Duration;
 import java.time.Instant;
 import javax.sql.DataSource;
-import redis.clients.jedis.HostAndPort;
 
 /**
  * Consumes one topic (all its shards) from Redis lists used as a reliable queue (the relay's
@@ -13,7 +12,7 @@ import redis.clients.jedis.HostAndPort;
  * interfaces, inbox and dead-letter tables as {@link StreamConsumer}.
  *
  * <pre>{@code
- * ListConsumer consumer = ListConsumer.builder(dataSource, HostAndPort.from("redis:6379"))
+ * ListConsumer consumer = ListConsumer.builder(dataSource, RedisConnectionSpec.of("redis://redis:6379"))
  *     .topic("payments")
  *     .group("ledger")
  *     .handler((tx, message) -> ledger.charge(tx, message))

@@ -6,14 +6,13 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import javax.sql.DataSource;
-import redis.clients.jedis.HostAndPort;
 
 /**
  * Consumes one topic (all its shards) as one Redis consumer group, with effectively-once effects: each message's
  * handler effects commit at most once per group, together with the message's inbox marker.
  *
  * <pre>{@code
- * StreamConsumer consumer = StreamConsumer.builder(dataSource, HostAndPort.from("redis:6379"))
+ * StreamConsumer consumer = StreamConsumer.builder(dataSource, RedisConnectionSpec.of("redis://redis:6379"))
  *     .topic("payments")
  *     .group("ledger")
  *     .handler((tx, message) -> ledger.charge(tx, message))

@@ -27,8 +27,9 @@ import java.util.stream.Collectors;
  *       it when it connects and after a MOVED, and cannot start without it (probed with Jedis 8.0.2: a user lacking
  *       it gets "Could not initialize cluster slots cache"); on a single server it only reads topology, and Redis
  *       answers it with an error;</li>
- *   <li>every component also {@code +client|setname}, which the command-line tools ({@code handoff.jar}, the
- *       sample ledger's {@code consume} and {@code status}) send to name their connections;</li>
+ *   <li>every component also {@code +client|setname}: the pools handoff opens name their connections
+ *       ({@code handoff-relay}, {@code handoff-admin}, {@code handoff-repair}, {@code handoff} for the command
+ *       line's checks);</li>
  *   <li>no Pub/Sub channel, no other key, no administrative command. A Redis database other than 0 needs
  *       {@code +select} as well.</li>
  * </ul>

@@ -77,6 +77,7 @@ public interface Relay extends AutoCloseable {
    * schedule does. Meant for tests and tools that must not depend on either schedule.
    *
    * @return what the run did, and whether it caught up
+   * @throws IllegalStateException once the relay is closing or closed
    */
   RetentionReport maintainOnce();
 
@@ -113,7 +114,8 @@ public interface Relay extends AutoCloseable {
 
   /**
    * Stops taking work, publishes what was already assigned within the drain timeout, releases the leases (so that
-   * another relay takes over at once instead of after the lease TTL) and stops. Idempotent.
+   * another relay takes over at once instead of after the lease TTL), stops, and closes the relay's own Redis pool.
+   * A relay that was built but never started holds that pool too: close it. Idempotent.
    */
   @Override
   default void close() {

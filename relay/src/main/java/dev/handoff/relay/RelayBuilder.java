@@ -352,6 +352,8 @@ public final class RelayBuilder {
    * per node of a cluster) that it closes when it closes.
    *
    * @throws IllegalArgumentException naming the first invalid setting
+   * @throws redis.clients.jedis.exceptions.JedisException on a cluster spec whose seeds do not answer (the cluster
+   *     client reads the slot map as it is built); a single server is not contacted until the relay works
    */
   public Relay build() {
     RelayConfig config = config();

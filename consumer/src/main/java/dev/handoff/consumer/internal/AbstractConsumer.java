@@ -247,6 +247,9 @@ abstract class AbstractConsumer extends ConsumerOperations {
 
   /** See {@link dev.handoff.consumer.HandoffConsumer#maintainOnce()}. */
   public final int maintainOnce() {
+    if (state.get() == State.CLOSED) {
+      throw new IllegalStateException(label + " '" + config.group() + "' is closed");
+    }
     renewHeldWork();
     int ran = runRequestedNow();
     MetricsRefresher refresher = metrics;

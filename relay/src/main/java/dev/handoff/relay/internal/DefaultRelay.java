@@ -207,26 +207,30 @@ public final class DefaultRelay implements Relay {
 
   @Override
   public RetentionReport maintainOnce() {
+    State now = state.get();
+    if (now == State.CLOSING || now == State.CLOSED) {
+      throw new IllegalStateException("relay " + config.owner() + " is " + now.name().toLowerCase());
+    }
+    RetentionReport report;
     work.lock();
-    try {
-      try (Connection c = autocommit()) {
-        publisher.flushMarks(c);
-        maintenance.startNow();
-        RetentionReport report;
-        do {
-          report = maintenance.slice(c, owned, Long.MAX_VALUE / 2);
-        } while (report == null);
-        health.stranded().check(c);
-        if (metrics != null) {
-          metrics.refreshNow();
-        }
-        return report;
-      }
+    try (Connection c = autocommit()) {
+      publisher.flushMarks(c);
+      maintenance.startNow();
+      do {
+        report = maintenance.slice(c, owned, Long.MAX_VALUE / 2);
+      } while (report == null);
+      health.stranded().check(c);
     } catch (SQLException e) {
       throw new RelayException("maintenance of relay " + config.owner() + " failed", e);
     } finally {
       work.unlock();
     }
+    // Outside the work lock and without the connection: a refresh borrows its own and must not hold up the loop.
+    MetricsRefresher refresher = metrics;
+    if (refresher != null) {
+      refresher.refreshNow();
+    }
+    return report;
   }
 
   @Override
@@ -281,7 +285,8 @@ public final class DefaultRelay implements Relay {
         join(loop, System.nanoTime() + 2_000_000_000L);
       }
       if (loop.isAlive()) {
-        // Not CLOSED while it runs: whoever closes the pools after this must know the thread may still use them.
+        // Not CLOSED while it runs: whoever closes the database pools after this must know the thread may still
+        // use them (the relay's own Redis pool is closed by close(), and the thread's next call there fails).
         log.error("relay {} thread is still running after its drain deadline and an interrupt; it stops at its"
             + " next check of the state (stuck in a database or Redis call?)", config.owner());
         return false;

@@ -55,8 +55,12 @@ public final class RelayLifecycle implements SmartLifecycle {
     Relay built = builder.build();
     try {
       built.start();
-    } catch (RuntimeException e) {
-      built.close();
+    } catch (RuntimeException | Error e) {
+      try {
+        built.close();
+      } catch (RuntimeException closing) {
+        e.addSuppressed(closing);
+      }
       throw e;
     }
     relay = built;
