@@ -131,7 +131,7 @@ public final class RedisCluster implements AutoCloseable {
   }
 
   /** The address of every node, masters and replicas, for a cluster client's seed list. */
-  /** How handoff's builders reach this cluster: every master as a seed. */
+  /** How handoff's builders reach this cluster: every live node as a seed. */
   public RedisConnectionSpec spec() {
     HostAndPort first = seeds().iterator().next();
     return RedisConnectionSpec.builder("redis://" + first.getHost() + ":" + first.getPort()).cluster(seeds()).build();
