@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.RedisUrl;
+import dev.handoff.core.internal.RedisClients;
 import dev.handoff.core.internal.RedisFailures;
 import java.net.ConnectException;
 import java.net.SocketTimeoutException;
@@ -18,12 +19,8 @@ import java.util.function.Function;
 import java.util.regex.Pattern;
 import javax.net.ssl.SSLException;
 import org.slf4j.LoggerFactory;
-import redis.clients.jedis.ConnectionPoolConfig;
-import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.RedisClient;
-import redis.clients.jedis.RedisClusterClient;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.exceptions.JedisException;
 
@@ -200,22 +197,12 @@ public final class Connections {
 
   private static UnifiedJedis client(RedisConnectionSpec spec, int maxConnections, String shownUrl,
       Duration connectTimeout) {
-    JedisClientConfig client = DefaultJedisClientConfig.builder()
-        .from(spec.clientConfig())
-        .resp2()
-        .clientName("handoff")
-        .build();
-    ConnectionPoolConfig pool = new ConnectionPoolConfig();
-    pool.setMaxTotal(maxConnections);
-    pool.setMaxWait(Duration.ofSeconds(5));
     long deadline = 0;
     for (int attempt = 0; ; attempt++) {
       UnifiedJedis redis = null;
       try {
         // A cluster client reads the slot map from a seed as it is built, so building is part of the attempt.
-        redis = spec.isCluster()
-            ? RedisClusterClient.builder().nodes(spec.clusterNodes()).clientConfig(client).poolConfig(pool).build()
-            : RedisClient.builder().hostAndPort(spec.hostAndPort()).clientConfig(client).poolConfig(pool).build();
+        redis = RedisClients.open(spec, maxConnections, Duration.ofSeconds(5), "handoff");
         redis.ping();
         return redis;
       } catch (JedisException e) {
