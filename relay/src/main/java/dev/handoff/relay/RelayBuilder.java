@@ -8,18 +8,14 @@ import dev.handoff.core.Transport;
 import dev.handoff.core.internal.RedisClients;
 import dev.handoff.core.internal.SchemaNames;
 import dev.handoff.core.internal.StreamTrimScript;
-import dev.handoff.relay.internal.DefaultRelay;
 import dev.handoff.relay.internal.RelayCollaborators;
-import dev.handoff.relay.internal.micrometer.RelayMetrics;
+import dev.handoff.relay.internal.RelayFactory;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.net.InetAddress;
-import java.net.UnknownHostException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.ThreadLocalRandom;
 import javax.sql.DataSource;
 import redis.clients.jedis.UnifiedJedis;
 
@@ -373,7 +369,7 @@ public final class RelayBuilder {
         || metricsRefreshInterval.isZero())) {
       throw new IllegalArgumentException("metricsRefreshInterval must be positive, was " + metricsRefreshInterval);
     }
-    return new RelayConfig(schema, keyPrefix, topics, owner != null ? owner : defaultOwner(),
+    return new RelayConfig(schema, keyPrefix, topics, owner != null ? owner : RelayFactory.defaultOwner(),
         transport,
         new RelayConfig.Publishing(minBatchSize, maxBatchSize, maxBatchBytes, idlePollInterval, listCapacity),
         new RelayConfig.Leases(leaseTtl, drainTimeout),
@@ -384,36 +380,19 @@ public final class RelayBuilder {
   }
 
   private Relay build(RelayConfig config, UnifiedJedis client) {
+    RelayCollaborators collaborators;
     try {
-      RelayCollaborators collaborators = new RelayCollaborators(Objects.requireNonNull(listener, "listener"),
+      collaborators = new RelayCollaborators(Objects.requireNonNull(listener, "listener"),
           Objects.requireNonNull(clock, "clock"), faults);
-      if (meterRegistry == null) {
-        return new DefaultRelay(dataSource, notificationDataSource, client, config, collaborators);
-      }
-      return RelayMetrics.build(meterRegistry, metricsRefreshInterval, config, collaborators, dataSource, client,
-          c -> new DefaultRelay(dataSource, notificationDataSource, client, config, c));
-    } catch (RuntimeException | Error e) {
+    } catch (RuntimeException e) {
       client.close();
       throw e;
     }
+    return RelayFactory.create(dataSource, notificationDataSource, client, config, collaborators, meterRegistry,
+        metricsRefreshInterval);
   }
-
 
   private static Duration half(Duration interval) {
     return interval == null ? null : interval.dividedBy(2);
   }
-
-  static String defaultOwner() {
-    String host;
-    try {
-      host = InetAddress.getLocalHost().getHostName();
-    } catch (UnknownHostException e) {
-      host = "unknown";
-    }
-    long pid = ProcessHandle.current().pid();
-    String suffix = Integer.toHexString(ThreadLocalRandom.current().nextInt(0x100000, 0xFFFFFF));
-    String name = "relay-" + host + "-" + pid + "-" + suffix;
-    return name.length() <= 200 ? name : name.substring(name.length() - 200);
-  }
-
 }

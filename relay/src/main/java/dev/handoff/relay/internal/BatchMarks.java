@@ -12,7 +12,7 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.function.BiConsumer;
+import java.util.function.Supplier;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -21,13 +21,12 @@ import org.slf4j.LoggerFactory;
  * The database side of a batch Redis accepted: its mark (fenced by the lease epoch), the re-queue of what Redis
  * refused, and, once the mark committed, the relay's counters and listener calls.
  *
- * <p>The batches a busy cycle wrote are <em>held</em> here, unmarked, and marked by the next cycle's transaction
- * before it assigns: one commit per cycle instead of two. A held batch is still its shard's pending batch in the
- * lease row, so a crash or a failure before that commit is what it always was: the batch is sent again with its IDs
- * and found in the stream. At most one batch per shard is ever unconfirmed, because a shard's next batch is assigned
- * in the transaction that marks the previous one. Whatever else looks at a shard's pending batch or its published
- * rows (a loss check, a re-send, a release, maintenance) {@link #flush}es first, so it sees what an immediate mark
- * would have left. Confined to the relay's work lock; not thread-safe.
+ * <p>The batches a busy cycle wrote are <em>held</em> by the {@link ShardTable}, unmarked, and marked by the next
+ * cycle's transaction before it assigns: one commit per cycle instead of two. A held batch is still its shard's
+ * pending batch in the lease row, so a crash or a failure before that commit is what it always was: the batch is
+ * sent again with its IDs and found in the stream. Each step is written once, as statements added to a
+ * {@link RoundTrip}: sent together with the cycle's other statements, or one at a time where a re-queue needs the
+ * mark's outcome. Confined to the relay's work lock; not thread-safe.
  */
 final class BatchMarks {
 
@@ -48,13 +47,12 @@ final class BatchMarks {
   private final RedisTransport streams;
   private final LeaseQueries leases;
   private final OutboxQueries outbox;
-  private final BiConsumer<OwnedShard, String> lostHandler;
+  private final ShardTable table;
   private final Consumer<Runnable> notifier;
   private final DatabaseRewinds rewinds;
-  private List<Written> held = new ArrayList<>();
 
   BatchMarks(RelayConfig config, RelayCollaborators collaborators, RedisTransport streams, LeaseQueries leases,
-      OutboxQueries outbox, BiConsumer<OwnedShard, String> lostHandler, Consumer<Runnable> notifier,
+      OutboxQueries outbox, ShardTable table, Consumer<Runnable> notifier,
       DatabaseRewinds rewinds) {
     this.rewinds = rewinds;
     this.config = config;
@@ -62,48 +60,14 @@ final class BatchMarks {
     this.streams = streams;
     this.leases = leases;
     this.outbox = outbox;
-    this.lostHandler = lostHandler;
+    this.table = table;
     this.notifier = notifier;
-  }
-
-  /** Keeps a cycle's written batches for the next cycle's transaction to mark. */
-  void hold(List<Written> written) {
-    held.addAll(written);
-  }
-
-  /** Whether written batches wait for their mark. */
-  boolean holding() {
-    return !held.isEmpty();
-  }
-
-  /**
-   * Hands the held batches over to a transaction that marks them, in shard order. Should that transaction fail, its
-   * caller sets {@code checkAssigned} on their shards: they are pending batches again, to be sent with their IDs.
-   */
-  List<Written> takeHeld() {
-    List<Written> out = held;
-    held = new ArrayList<>();
-    out.sort(Comparator.comparing(w -> w.shard().id));
-    return out;
-  }
-
-  /**
-   * Forgets the held batches after a failure: nothing is known of the cycle that failed, and each stays its shard's
-   * pending batch, sent again (and found) once {@code checkAssigned} brings it up.
-   */
-  void forget() {
-    held.forEach(w -> w.shard().checkAssigned = true);
-    held = new ArrayList<>();
-  }
-
-  /** Marks what is held now, in one transaction. */
-  int flush(Connection c) throws SQLException {
-    return held.isEmpty() ? 0 : markAll(c, takeHeld());
   }
 
   /**
    * Marks every batch Redis accepted, in one transaction, sent as one round trip unless Redis refused rows of one of
-   * them; the effects follow its commit.
+   * them (their re-queue needs the mark's outcome); the effects follow its commit. Should the transaction fail, the
+   * batches' shards send them again.
    */
   int markAll(Connection c, List<Written> written) throws SQLException {
     if (written.isEmpty()) {
@@ -112,30 +76,18 @@ final class BatchMarks {
     written.sort(Comparator.comparing(w -> w.shard().id));
     List<Recorded> recorded;
     try {
-      RoundTrip trip = new RoundTrip();
-      List<RoundTrip.Result<Recorded>> results = new ArrayList<>(written.size());
-      for (Written w : written) {
-        RoundTrip.Part<Recorded> part = markPart(w);
-        if (part == null) {
-          trip = null;
-          break;
+      recorded = Transactions.inOne(c, () -> {
+        RoundTrip trip = written.stream().anyMatch(BatchMarks::needsMarkOutcome) ? RoundTrip.atOnce(c)
+            : new RoundTrip();
+        List<Supplier<Recorded>> marked = new ArrayList<>(written.size());
+        for (Written w : written) {
+          marked.add(record(c, trip, w, true));
         }
-        results.add(trip.add(part));
-      }
-      if (trip != null) {
-        trip.run(c);
-        recorded = results.stream().map(RoundTrip.Result::get).toList();
-      } else {
-        recorded = Transactions.inOne(c, () -> {
-          List<Recorded> out = new ArrayList<>(written.size());
-          for (Written w : written) {
-            out.add(record(c, w, true));
-          }
-          return out;
-        });
-      }
+        trip.runAndCommit(c);
+        return marked.stream().map(Supplier::get).toList();
+      });
     } catch (SQLException | RuntimeException | Error e) {
-      written.forEach(w -> w.shard().checkAssigned = true);
+      written.forEach(w -> table.resend(w.shard()));
       throw e;
     }
     return applyAll(recorded);
@@ -212,47 +164,47 @@ final class BatchMarks {
     return new Sorted(present, refused, oldestCreated, alreadyPresent, heldByOther);
   }
 
-  /** The database side of a confirmation: the mark, and the re-queueing of what Redis refused. */
-  Recorded record(Connection c, Written w, boolean endsBatch) throws SQLException {
-    OwnedShard o = w.shard();
-    Sorted s = sort(w);
-    if (!endsBatch && !s.refused().isEmpty()) {
-      s = trimmedAfterDelivery(o, w, s);
-    }
-    OutboxQueries.Mark mark = outbox.markPublished(c, o.id, config.owner(), o.epoch, s.present(),
-        w.result().entriesAdded(), endsBatch);
-    boolean rewound = false;
-    if (mark.marked() >= 0 && !s.refused().isEmpty()) {
-      rewound = reassign(c, o, s, w.result(), mark.addedBefore());
-    }
-    return new Recorded(o, mark.marked(), w.result().entriesAdded(), s.oldestCreated(), s.alreadyPresent(),
-        mark.addedBefore(), rewound);
+  /**
+   * Whether recording {@code w} needs its mark's outcome before its next statement: Redis refused some of its rows,
+   * and their re-queue depends on what the mark found. Such a batch is recorded with a {@link RoundTrip#atOnce}.
+   */
+  static boolean needsMarkOutcome(Written w) {
+    return !sort(w).refused().isEmpty();
+  }
+
+  /** {@link #record} on its own, each statement committing as it runs (auto-commit); its outcome. */
+  Recorded recordNow(Connection c, Written w, boolean endsBatch) throws SQLException {
+    return record(c, RoundTrip.atOnce(c), w, endsBatch).get();
   }
 
   /**
-   * The mark of a written batch (ending it) as one statement of a {@link RoundTrip}, or null when Redis refused
-   * some of its rows: their re-queueing depends on the mark's outcome and needs {@link #record}.
+   * The database side of a confirmation, added to {@code trip}: the mark (ending the pending batch when
+   * {@code endsBatch}), and the re-queue of what Redis refused, which needs a trip that {@link RoundTrip#runsAtOnce}.
+   * What it recorded is readable once the trip ran.
    */
-  RoundTrip.Part<Recorded> markPart(Written w) {
+  Supplier<Recorded> record(Connection c, RoundTrip trip, Written w, boolean endsBatch) throws SQLException {
     OwnedShard o = w.shard();
-    Sorted s = sort(w);
-    if (!s.refused().isEmpty()) {
-      return null;
+    Sorted sorted = sort(w);
+    if (!endsBatch && !sorted.refused().isEmpty()) {
+      sorted = trimmedAfterDelivery(o, w, sorted);
     }
-    RoundTrip.Part<OutboxQueries.Mark> mark = outbox.markPart(o.id, config.owner(), o.epoch, s.present(),
-        w.result().entriesAdded(), true);
-    return new RoundTrip.Part<>(mark.sql(), mark.binder(), rs -> {
-      OutboxQueries.Mark m = mark.reader().read(rs);
-      return new Recorded(o, m.marked(), w.result().entriesAdded(), s.oldestCreated(), s.alreadyPresent(),
-          m.addedBefore(), false);
-    });
+    Sorted s = sorted;
+    if (!s.refused().isEmpty() && !trip.runsAtOnce()) {
+      throw new IllegalStateException("the re-queue of rows " + o.streamKey + " refused needs its mark's outcome");
+    }
+    RoundTrip.Result<OutboxQueries.Mark> mark = trip.add(outbox.markPart(o.id, config.owner(), o.epoch, s.present(),
+        w.result().entriesAdded(), endsBatch));
+    boolean rewound = !s.refused().isEmpty() && mark.get().marked() >= 0
+        && reassign(c, o, s, w.result(), mark.get().addedBefore());
+    return () -> new Recorded(o, mark.get().marked(), w.result().entriesAdded(), s.oldestCreated(),
+        s.alreadyPresent(), mark.get().addedBefore(), rewound);
   }
 
   /** The relay's side of a committed confirmation: its counters and the listener. */
   int apply(Recorded r) {
     OwnedShard o = r.shard();
     if (r.marked() < 0) {
-      lostHandler.accept(o, "its lease was taken over while it published (the entries it added are in the stream"
+      table.lose(o, "its lease was taken over while it published (the entries it added are in the stream"
           + " and count)");
       return 0;
     }

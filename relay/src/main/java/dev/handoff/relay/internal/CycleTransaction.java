@@ -7,10 +7,10 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.Supplier;
 
 /**
  * The database side of a busy relay cycle: which owned shards have rows, then one transaction that marks the
@@ -25,19 +25,19 @@ final class CycleTransaction {
   private final PendingWork pendingWork;
   private final BatchMarks marks;
   private final RelayFaults faults;
-  private final Map<ShardId, OwnedShard> owned;
+  private final ShardTable table;
   /** Set by {@link #wanted}: a shard had rows and no room for them, or its node failed. */
   private boolean rowsLeftWaiting;
 
   CycleTransaction(RelayConfig config, RedisTransport streams, OutboxQueries outbox, BatchMarks marks,
-      RelayFaults faults, Map<ShardId, OwnedShard> owned) {
+      RelayFaults faults, ShardTable table) {
     this.config = config;
     this.streams = streams;
     this.outbox = outbox;
     this.pendingWork = new PendingWork(config.schema());
     this.marks = marks;
     this.faults = faults;
-    this.owned = owned;
+    this.table = table;
   }
 
   /** A shard that has rows, and how many it may take now. */
@@ -52,10 +52,10 @@ final class CycleTransaction {
    */
   List<Wanted> wanted(Connection c, ShardFailures failures) throws SQLException {
     rowsLeftWaiting = false;
-    Set<ShardId> withWork = pendingWork.shardsWithWork(c, owned.keySet());
+    Set<ShardId> withWork = pendingWork.shardsWithWork(c, table.ids());
     List<Wanted> wanted = new ArrayList<>();
-    for (OwnedShard o : new ArrayList<>(owned.values())) {
-      if (o.checkAssigned || o.paused) {
+    for (OwnedShard o : table.shards()) {
+      if (table.mustResend(o) || o.paused) {
         continue;
       }
       if (!withWork.contains(o.id)) {
@@ -83,31 +83,26 @@ final class CycleTransaction {
    * its next one, always from its lowest unassigned row (a row that commits late with a lower id must go before
    * anything its key commits later). Marking first is what lets the assignment run: a shard has at most one pending
    * batch. Every lease row is locked in shard order, as every statement that locks several of them does, so that
-   * two such transactions never deadlock. It runs in the caller's transaction, after {@link #wanted}: all of it and
-   * the {@code COMMIT} go as one {@link RoundTrip}, so a busy cycle is one transaction in two round trips (the
-   * check with its {@code BEGIN}, then this). A held batch of which Redis refused rows (something else writes the
-   * stream) needs its mark's outcome before it can re-queue them; that cycle runs its statements in turn and its
-   * caller commits.
+   * two such transactions never deadlock. It runs in the caller's transaction, after {@link #wanted}, and commits it:
+   * all of it and the {@code COMMIT} go as one {@link RoundTrip}, so a busy cycle is one transaction in two round
+   * trips (the check with its {@code BEGIN}, then this). A held batch of which Redis refused rows (something else
+   * writes the stream) needs its mark's outcome before it can re-queue them: that cycle sends the same statements one
+   * at a time.
    */
-  Cycle markAndAssign(Connection c, List<BatchMarks.Written> toMark, List<Wanted> wanted)
-      throws SQLException {
+  Cycle markAndAssign(Connection c, List<BatchMarks.Written> toMark, List<Wanted> wanted) throws SQLException {
     TreeMap<ShardId, BatchMarks.Written> marking = new TreeMap<>();
     toMark.forEach(w -> marking.put(w.shard().id, w));
     TreeMap<ShardId, Wanted> asked = new TreeMap<>();
     wanted.forEach(w -> asked.put(w.shard().id, w));
     TreeSet<ShardId> order = new TreeSet<>(marking.keySet());
     order.addAll(asked.keySet());
-    RoundTrip trip = new RoundTrip();
-    List<RoundTrip.Result<BatchMarks.Recorded>> recorded = new ArrayList<>(marking.size());
+    RoundTrip trip = toMark.stream().anyMatch(BatchMarks::needsMarkOutcome) ? RoundTrip.atOnce(c) : new RoundTrip();
+    List<Supplier<BatchMarks.Recorded>> recorded = new ArrayList<>(marking.size());
     List<RoundTrip.Result<OutboxQueries.Batch>> batches = new ArrayList<>(asked.size());
     for (ShardId shard : order) {
       BatchMarks.Written w = marking.get(shard);
       if (w != null) {
-        RoundTrip.Part<BatchMarks.Recorded> mark = marks.markPart(w);
-        if (mark == null) {
-          return markAndAssignInTurn(c, order, marking, asked);
-        }
-        recorded.add(trip.add(mark));
+        recorded.add(marks.record(c, trip, w, true));
       }
       Wanted want = asked.get(shard);
       if (want != null) {
@@ -117,30 +112,8 @@ final class CycleTransaction {
       }
     }
     faults.beforeCycleCommit(recorded.size(), batches.size());
-    if (trip.size() > 0) {
-      trip.runAndCommit(c);
-    }
-    return new Cycle(recorded.stream().map(RoundTrip.Result::get).toList(), List.copyOf(asked.values()),
+    trip.runAndCommit(c);
+    return new Cycle(recorded.stream().map(Supplier::get).toList(), List.copyOf(asked.values()),
         batches.stream().map(RoundTrip.Result::get).toList());
-  }
-
-  /** {@link #markAndAssign} one statement at a time, in the caller's transaction, which its caller commits. */
-  private Cycle markAndAssignInTurn(Connection c, Set<ShardId> order, Map<ShardId, BatchMarks.Written> marking,
-      Map<ShardId, Wanted> asked) throws SQLException {
-    List<BatchMarks.Recorded> recorded = new ArrayList<>(marking.size());
-    List<OutboxQueries.Batch> batches = new ArrayList<>(asked.size());
-    for (ShardId shard : order) {
-      BatchMarks.Written w = marking.get(shard);
-      if (w != null) {
-        recorded.add(marks.record(c, w, true));
-      }
-      Wanted want = asked.get(shard);
-      if (want != null) {
-        OwnedShard o = want.shard();
-        batches.add(outbox.assign(c, o.id, config.owner(), o.epoch, want.limit(), config.publishing().maxBatchBytes()));
-      }
-    }
-    faults.beforeCycleCommit(recorded.size(), batches.size());
-    return new Cycle(recorded, List.copyOf(asked.values()), batches);
   }
 }

@@ -10,13 +10,10 @@ import dev.handoff.core.internal.Statements;
 import dev.handoff.relay.Relay;
 import dev.handoff.relay.RelayConfig;
 import dev.handoff.relay.RelayCycle;
-import dev.handoff.relay.RelayException;
 import dev.handoff.relay.RetentionReport;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.LinkedHashMap;
-import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -25,7 +22,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
@@ -33,12 +29,12 @@ import org.slf4j.LoggerFactory;
 import redis.clients.jedis.UnifiedJedis;
 
 /**
- * The {@link Relay}: its lifecycle (start, close with its drain) and the one thread whose loop runs the jobs in turn,
- * each in a class of its own: the leases ({@link LeaseKeeper}), publishing ({@link ShardPublisher}) and retention
- * ({@link RelayMaintenance}); plus one thread listening for appends' notifications, and one renewing the leases
- * ({@link LeaseRenewer}), stopped last. The jobs share the owned shards
- * and run under one work lock, so {@code relayOnce()} and {@code maintainOnce()} never overlap the loop. What a
- * failure does (the backoff, a throwing listener, a dying thread) is {@link RelayFailures}'.
+ * The {@link Relay}: its lifecycle (start, close with its drain) and the one thread whose loop runs the jobs
+ * ({@link RelayJobs}: the leases, publishing and retention, under one work lock, so {@code relayOnce()} and
+ * {@code maintainOnce()} never overlap the loop) and paces them; plus one thread listening for appends'
+ * notifications, and one renewing the leases ({@link LeaseRenewer}), stopped last. The jobs share the owned shards
+ * through one {@link ShardTable}. What a failure does (the backoff, a throwing listener, a dying thread) is
+ * {@link RelayFailures}'.
  */
 public final class DefaultRelay implements Relay {
 
@@ -53,15 +49,15 @@ public final class DefaultRelay implements Relay {
   private final RelayMaintenance maintenance;
   private final Waiter waiter = new Waiter();
   private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
-  private final ReentrantLock work = new ReentrantLock();
-  private final Map<ShardId, OwnedShard> owned = new LinkedHashMap<>();
   // Volatile: health() reads them from any thread.
   private volatile Thread loop;
   private volatile Thread listenThread;
   private NotificationListener notifications;
+  private final ShardTable table;
   private final LeaseKeeper leaseKeeper;
   private final LeaseRenewer renewer;
   private final ShardPublisher publisher;
+  private final RelayJobs jobs;
   private final RelayFailures failures;
   private final RelayHealth health;
   private volatile MetricsRefresher metrics;
@@ -91,12 +87,15 @@ public final class DefaultRelay implements Relay {
         failures::notify, config.transport() == Transport.STREAM
             ? new DeletionWatch(config, collaborators, redis, failures::notify) : null);
     this.renewer = new LeaseRenewer(config, this.dataSource, leases);
-    this.leaseKeeper = new LeaseKeeper(config, collaborators, leases, streams, owned, this::autocommit, renewer,
-        failures::notify, health.rewinds());
-    leaseKeeper.onLost(health::leaseLost);
-    this.publisher = new ShardPublisher(config, collaborators, streams, leases, outbox, maintenance, owned,
-        this::autocommit, leaseKeeper::lost, failures::notify, health.memory(), health.rewinds());
-    leaseKeeper.publisher(publisher);
+    this.table = new ShardTable(config, collaborators, streams, leases, outbox, failures::notify, health.rewinds(),
+        renewer, health::leaseLost);
+    this.leaseKeeper = new LeaseKeeper(config, collaborators, leases, streams, table, renewer, failures::notify,
+        health.rewinds());
+    this.publisher = new ShardPublisher(config, collaborators, streams, leases, outbox, maintenance, table,
+        this::autocommit, failures::notify, health.memory(), health.rewinds());
+    this.jobs = new RelayJobs(config, table, leaseKeeper,
+        new LeaseRound(config, table, leaseKeeper, publisher, renewer, this::autocommit), publisher, maintenance,
+        health, this::autocommit);
   }
 
   /** Internal: the refresher of this relay's gauges (see {@code RelayBuilder.meterRegistry}), which close stops. */
@@ -116,7 +115,7 @@ public final class DefaultRelay implements Relay {
 
   @Override
   public Set<ShardId> ownedShards() {
-    return leaseKeeper.ownedView();
+    return table.view();
   }
 
   @Override
@@ -135,7 +134,7 @@ public final class DefaultRelay implements Relay {
   /** Whether this relay sleeps on every shard it owns: appends to them notify, and nothing else does. */
   boolean asleep() {
     NotificationListener n = notifications;
-    return n != null && n.asleepOn(leaseKeeper.ownedView());
+    return n != null && n.asleepOn(table.view());
   }
 
   /** The backend pid of this relay's LISTEN session, or -1 while it has none. */
@@ -182,27 +181,7 @@ public final class DefaultRelay implements Relay {
     if (now == State.CLOSING || now == State.CLOSED) {
       throw new IllegalStateException("relay " + config.owner() + " is " + now.name().toLowerCase());
     }
-    work.lock();
-    try {
-      leaseKeeper.manage(true);
-      RelayCycle total = new RelayCycle(owned.size(), 0, 0, 0);
-      RelayCycle pass;
-      do {
-        leaseKeeper.manage(false);
-        pass = publisher.publishOwned(true);
-        total = new RelayCycle(owned.size(), total.assigned() + pass.assigned(),
-            total.published() + pass.published(), total.republished() + pass.republished());
-      } while (pass.assigned() + pass.published() + pass.republished() > 0);
-      return total;
-    } catch (SQLException e) {
-      forgetProgress();
-      throw new RelayException("relay pass of " + config.owner() + " failed", e);
-    } catch (RuntimeException | Error e) {
-      forgetProgress(); // the next pass sends again what this one wrote and did not mark
-      throw e;
-    } finally {
-      work.unlock();
-    }
+    return jobs.relayOnce();
   }
 
   @Override
@@ -211,20 +190,7 @@ public final class DefaultRelay implements Relay {
     if (now == State.CLOSING || now == State.CLOSED) {
       throw new IllegalStateException("relay " + config.owner() + " is " + now.name().toLowerCase());
     }
-    RetentionReport report;
-    work.lock();
-    try (Connection c = autocommit()) {
-      publisher.flushMarks(c);
-      maintenance.startNow();
-      do {
-        report = maintenance.slice(c, owned, Long.MAX_VALUE / 2);
-      } while (report == null);
-      health.stranded().check(c);
-    } catch (SQLException e) {
-      throw new RelayException("maintenance of relay " + config.owner() + " failed", e);
-    } finally {
-      work.unlock();
-    }
+    RetentionReport report = jobs.maintainOnce();
     // Outside the work lock and without the connection: a refresh borrows its own and must not hold up the loop.
     MetricsRefresher refresher = metrics;
     if (refresher != null) {
@@ -293,12 +259,7 @@ public final class DefaultRelay implements Relay {
       }
       drained = drainedFlag;
     } else {
-      work.lock();
-      try {
-        drained = drain(deadline);
-      } finally {
-        work.unlock();
-      }
+      drained = drain(deadline);
     }
     if (listenThread != null) {
       join(listenThread, System.nanoTime() + 1_000_000_000L);
@@ -328,20 +289,9 @@ public final class DefaultRelay implements Relay {
       renewer.checkIn();
       boolean found = false;
       try {
-        work.lock();
-        try {
-          leaseKeeper.manage(false);
-          health.checkBacklogIfDue(this::autocommit);
-          health.stranded().checkIfDue(this::autocommit);
-          found = publisher.publishOwned(true).assigned() > 0;
-          if (found && notifications != null) {
-            notifications.requestWake(); // awake and busy: appends need not notify
-          }
-          if (maintenance.due()) {
-            maintainSlice(RelayMaintenance.SLICE_NANOS);
-          }
-        } finally {
-          work.unlock();
+        found = jobs.cycle();
+        if (found && notifications != null) {
+          notifications.requestWake(); // awake and busy: appends need not notify
         }
         failures.cycleSucceeded();
         if (publisher.mayHaveMore()) {
@@ -364,18 +314,13 @@ public final class DefaultRelay implements Relay {
       } catch (VirtualMachineError e) {
         throw e; // out of memory or stack: the thread ends here, as the process would; health says DOWN
       } catch (Throwable e) {
-        if (state.get() != State.RUNNING || !failures.cycleFailed(e, this::forgetProgress)) {
+        if (state.get() != State.RUNNING || !failures.cycleFailed(e, jobs::forgetProgress)) {
           break;
         }
       }
     }
     if (state.get() == State.CLOSING) {
-      work.lock();
-      try {
-        drainedFlag = drain(drainDeadlineNanos.get());
-      } finally {
-        work.unlock();
-      }
+      drainedFlag = drain(drainDeadlineNanos.get());
       // A close that gave up on this thread returned without marking the relay closed; it is closed now.
       if (closeOutcome.isDone()) {
         state.set(State.CLOSED);
@@ -391,45 +336,21 @@ public final class DefaultRelay implements Relay {
    */
   private long nextWait(CyclePacing pacing) {
     NotificationListener n = notifications;
-    boolean mayNotify = n != null && n.hearing() && !publisher.rowsLeftWaiting() && !publisher.holdsMarks();
-    Set<ShardId> shards = leaseKeeper.ownedView();
+    boolean mayNotify = n != null && n.hearing() && !publisher.rowsLeftWaiting() && !table.holding();
+    Set<ShardId> shards = table.view();
     boolean asleep = mayNotify && n.asleepOn(shards);
-    long waitMillis = pacing.nextWaitMillis(publisher.holdsMarks(), asleep);
+    long waitMillis = pacing.nextWaitMillis(table.holding(), asleep);
     if (mayNotify && !asleep && !shards.isEmpty() && waitMillis >= CyclePacing.SLEEP_AFTER_MILLIS) {
       n.requestSleep(shards); // the listener wakes the loop once it holds the locks, for a last look
     }
     return waitMillis;
   }
 
-  /** Runs a slice of the due maintenance; a run still in progress afterwards brings the next cycle on at once. */
-  private RetentionReport maintainSlice(long sliceNanos) throws SQLException {
-    try (Connection c = autocommit()) {
-      publisher.flushMarks(c);
-      RetentionReport done = maintenance.slice(c, owned, sliceNanos);
-      if (done == null && maintenance.due()) {
-        publisher.moreToDo();
-      }
-      return done;
-    }
-  }
-
-  /** After a failure nothing is known about in-flight rows: look for assigned rows again before new ones. */
-  private void forgetProgress() {
-    work.lock();
-    try {
-      publisher.forgetHeldMarks();
-      owned.values().forEach(o -> o.checkAssigned = true);
-      leaseKeeper.checkSoon();
-    } finally {
-      work.unlock();
-    }
-  }
-
   /** Publishes every row already assigned, releases the leases and leaves; true if nothing assigned was left. */
   private boolean drain(long deadlineNanos) {
     boolean drained;
-    try (Connection c = autocommit()) {
-      drained = leaseKeeper.releaseAll(c, deadlineNanos);
+    try {
+      drained = jobs.drain(deadlineNanos);
     } catch (SQLException | RuntimeException e) {
       log.warn("relay {} could not drain cleanly ({}); the next owner publishes what is left after the lease TTL",
           config.owner(), e.toString());

@@ -41,7 +41,10 @@ final class DeletionWatch {
     this.notify = notify;
   }
 
-  /** Repairs the shard if something above its trim point was deleted since the last look; else null, and no SQL. */
+  /**
+   * Repairs the shard if something above its trim point was deleted since the last look; else null, and no SQL. A
+   * repair that found anything reset rows to be published again: its caller has the shard resend.
+   */
   ShardRepair check(Connection c, OwnedShard o, StreamId noGroupFloor) throws SQLException {
     StreamId deleted = repairer.maxDeleted(o.streamKey);
     if (deleted == null || deleted.equals(o.seenMaxDeleted)) {
@@ -58,7 +61,6 @@ final class DeletionWatch {
               + " were purged){}", config.owner(), o.streamKey, deleted, repair.rowsReset().size(),
           repair.acknowledgedCount(), repair.unrecoverable().size(),
           repair.unrecoverable().isEmpty() ? "" : ": " + repair.unrecoverable());
-      o.checkAssigned = true;
       notify.accept(() -> listener.entriesDeleted(o.id, repair));
     }
     return repair;

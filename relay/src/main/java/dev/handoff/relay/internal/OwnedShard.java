@@ -3,7 +3,10 @@ package dev.handoff.relay.internal;
 import dev.handoff.core.ShardId;
 import dev.handoff.core.internal.StreamId;
 
-/** What a relay knows about a shard it holds the lease of. Confined to the relay's work lock. */
+/**
+ * What a relay knows about a shard it holds the lease of. Its {@link ShardTable} owns it; confined to the relay's work
+ * lock.
+ */
 final class OwnedShard {
   final ShardId id;
   final String streamKey;
@@ -11,7 +14,6 @@ final class OwnedShard {
   final long epoch;
   long confirmedAdded;
   int batchSize;
-  boolean checkAssigned = true;
   /** Entries published since the stream was last trimmed: at {@code trimSlack} it is trimmed again. */
   long sinceTrim;
   /** The last trim's point: every group finished what is below it. */

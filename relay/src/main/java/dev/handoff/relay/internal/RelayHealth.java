@@ -25,11 +25,6 @@ import redis.clients.jedis.exceptions.JedisException;
  */
 final class RelayHealth {
 
-  /** The relay's statements as one transaction, for the backlog check. */
-  interface Connections {
-    Connection get() throws SQLException;
-  }
-
   private static final Duration LEASE_LOST_WINDOW = Duration.ofMinutes(1);
 
   private final RelayConfig config;
@@ -108,7 +103,7 @@ final class RelayHealth {
   }
 
   /** On the relay's thread, inside its cycle: looks at the oldest unpublished row when a look is due. */
-  void checkBacklogIfDue(Connections connections) throws SQLException {
+  void checkBacklogIfDue(ConnectionSource connections) throws SQLException {
     if (config.checks().backlogAgeThreshold().isZero() || System.nanoTime() - nextBacklogCheckNanos < 0) {
       return;
     }

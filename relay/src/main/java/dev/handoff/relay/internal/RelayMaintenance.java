@@ -16,7 +16,6 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Deque;
 import java.util.List;
-import java.util.Map;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -114,22 +113,25 @@ final class RelayMaintenance {
   }
 
   /**
-   * Does up to {@code sliceNanos} of the current run, starting one if due.
+   * Does up to {@code sliceNanos} of the current run, starting one if due. It reads the shards settled (the held
+   * marks flushed first), so that what it trims and checks is what the database records as published.
    *
    * @return the run's report when this slice finished it, else null
    */
-  RetentionReport slice(Connection c, Map<ShardId, OwnedShard> owned, long sliceNanos) throws SQLException {
+  RetentionReport slice(Connection c, ShardTable owned, long sliceNanos) throws SQLException {
     if (run == null) {
       if (System.nanoTime() < nextRunNanos) {
         return null;
       }
-      run = new Run(owned.values());
+      run = new Run(owned.settled(c));
+    } else {
+      owned.flush(c);
     }
     Run r = run;
     long sliceEnd = Math.min(System.nanoTime() + sliceNanos, r.deadlineNanos);
     while (!r.toTrim.isEmpty()) {
       OwnedShard o = r.toTrim.peek();
-      if (!owned.containsKey(o.id)) {
+      if (!owned.holds(o.id)) {
         r.toTrim.poll();
         r.evictedOfCurrent = 0;
         continue;
@@ -242,14 +244,17 @@ final class RelayMaintenance {
   }
 
   /** Looks at the owned streams for deleted entries ({@link DeletionWatch}); true when the slice ran out first. */
-  private boolean checkDeletions(Connection c, Map<ShardId, OwnedShard> owned, Run r, long sliceEnd)
+  private boolean checkDeletions(Connection c, ShardTable owned, Run r, long sliceEnd)
       throws SQLException {
     while (!r.toCheck.isEmpty()) {
       OwnedShard o = r.toCheck.poll();
-      if (owned.containsKey(o.id)) {
+      if (owned.holds(o.id)) {
         RepairReport.ShardRepair repair = deletions.check(c, o, noGroupFloor());
         if (repair != null) {
           r.repairs.add(repair);
+          if (repair.foundAnything()) {
+            owned.resend(o); // rows reset to go out again with new IDs
+          }
         }
       }
       if (!r.toCheck.isEmpty() && System.nanoTime() >= sliceEnd) {

@@ -41,10 +41,10 @@ final class RewindPauses {
    * Records the pauses asked since the last call and looks whether an operator cleared those already recorded: once
    * at the start of each cycle. No database call while no shard is or should be paused.
    */
-  void sync(Connection c, Map<ShardId, OwnedShard> owned) throws SQLException {
+  void sync(Connection c, ShardTable owned) throws SQLException {
     applyRequested(c, owned);
     Set<ShardId> stillPaused = new HashSet<>();
-    for (OwnedShard o : pausedOf(owned.values())) {
+    for (OwnedShard o : pausedOf(owned.shards())) {
       if (leases.paused(c, o.id)) {
         stillPaused.add(o.id);
       } else {
@@ -60,7 +60,7 @@ final class RewindPauses {
    * Records the pauses asked since the last call, without looking for cleared ones: within a cycle, right after the
    * marks that may have found a rewind, so that the shard's new batch does not go out.
    */
-  void applyRequested(Connection c, Map<ShardId, OwnedShard> owned) throws SQLException {
+  void applyRequested(Connection c, ShardTable owned) throws SQLException {
     for (Map.Entry<ShardId, String> pause : rewinds.takePausesRequested().entrySet()) {
       OwnedShard o = owned.get(pause.getKey());
       if (o != null) {

@@ -20,7 +20,11 @@ import java.util.List;
  * server, so that a driver that behaved otherwise fails the build. Each statement sees what the ones before it
  * wrote. Behind PgBouncer in
  * transaction mode the whole execute is one transaction on one server connection, and every statement is the unnamed
- * one ({@link Statements}). Every statement must return a result set. Not thread-safe; used once.
+ * one ({@link Statements}). Every statement must return a result set.
+ *
+ * <p>A round trip made {@link #atOnce} sends each statement as it is added instead, for a caller whose next
+ * statements depend on an earlier one's outcome: the same steps, written once, run either way. Not thread-safe;
+ * used once.
  */
 final class RoundTrip {
 
@@ -55,11 +59,40 @@ final class RoundTrip {
   private record Entry<T>(Part<T> part, Result<T> result) {}
 
   private final List<Entry<?>> entries = new ArrayList<>();
+  /** Where each statement runs as it is added; null for a round trip that sends them together. */
+  private final Connection immediate;
+
+  /** A round trip that sends its statements together, when it runs. */
+  RoundTrip() {
+    this(null);
+  }
+
+  private RoundTrip(Connection immediate) {
+    this.immediate = immediate;
+  }
+
+  /**
+   * A round trip whose statements run on {@code c} as they are added, each result ready at once: in auto-commit each
+   * commits on its own; in a transaction {@link #runAndCommit} commits them.
+   */
+  static RoundTrip atOnce(Connection c) {
+    return new RoundTrip(c);
+  }
+
+  /** Whether each statement runs as it is added, so that its result can be read before the next is added. */
+  boolean runsAtOnce() {
+    return immediate != null;
+  }
 
   /** Adds a statement after those added before. */
-  <T> Result<T> add(Part<T> part) {
+  <T> Result<T> add(Part<T> part) throws SQLException {
     Result<T> result = new Result<>();
-    entries.add(new Entry<>(part, result));
+    Entry<T> entry = new Entry<>(part, result);
+    if (immediate != null) {
+      send(immediate, List.<Entry<?>>of(entry), false);
+    } else {
+      entries.add(entry);
+    }
     return result;
   }
 
@@ -69,7 +102,7 @@ final class RoundTrip {
 
   /** Sends every statement in one execute; on a connection in auto-commit, they commit as one transaction. */
   void run(Connection c) throws SQLException {
-    send(c, false);
+    send(c, entries, false);
   }
 
   /**
@@ -82,10 +115,14 @@ final class RoundTrip {
     if (c.getAutoCommit()) {
       throw new IllegalStateException("runAndCommit needs a connection with a transaction open");
     }
-    send(c, true);
+    if (immediate != null) {
+      c.commit(); // every statement ran already
+    } else {
+      send(c, entries, true);
+    }
   }
 
-  private void send(Connection c, boolean commit) throws SQLException {
+  private static void send(Connection c, List<Entry<?>> entries, boolean commit) throws SQLException {
     if (entries.isEmpty() && !commit) {
       return;
     }
@@ -121,10 +158,7 @@ final class RoundTrip {
 
   /** Runs one statement on its own (in auto-commit or in the caller's transaction) and returns its result. */
   static <T> T one(Connection c, Part<T> part) throws SQLException {
-    RoundTrip trip = new RoundTrip();
-    Result<T> result = trip.add(part);
-    trip.run(c);
-    return result.get();
+    return atOnce(c).add(part).get();
   }
 
   private static <T> void read(Entry<T> e, ResultSet rs) throws SQLException {

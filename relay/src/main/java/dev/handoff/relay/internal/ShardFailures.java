@@ -8,7 +8,7 @@ import redis.clients.jedis.exceptions.JedisException;
 /**
  * The Redis failures of single shards within one cycle. On a Redis Cluster a shard's node can fail alone (its slot
  * migrating, its master down until a replica takes over): that shard keeps what it has assigned for the next cycle
- * ({@code checkAssigned}), while the shards on healthy nodes are still written and marked. The cycle then fails
+ * ({@link ShardTable#resend}), while the shards on healthy nodes are still written and marked. The cycle then fails
  * with the first failure, so the relay reports it and backs off as before. One per cycle; not thread-safe.
  */
 final class ShardFailures {
@@ -19,6 +19,7 @@ final class ShardFailures {
     T run() throws SQLException;
   }
 
+  private final ShardTable table;
   private final Set<OwnedShard> failed = new HashSet<>();
   private JedisException first;
 
@@ -26,6 +27,10 @@ final class ShardFailures {
    * Runs {@code step}; on a Redis failure, records it, marks the shard to send its assigned rows again, and returns
    * null.
    */
+  ShardFailures(ShardTable table) {
+    this.table = table;
+  }
+
   <T> T attempt(OwnedShard o, Step<T> step) throws SQLException {
     if (failed.contains(o)) {
       return null; // its node failed once in this cycle: not again before the backoff
@@ -33,7 +38,7 @@ final class ShardFailures {
     try {
       return step.run();
     } catch (JedisException e) {
-      o.checkAssigned = true;
+      table.resend(o);
       failed.add(o);
       if (first == null) {
         first = e;

@@ -1,6 +1,5 @@
 package dev.handoff.relay.internal;
 
-import dev.handoff.core.ShardId;
 import dev.handoff.relay.RelayConfig;
 import dev.handoff.relay.RelayCycle;
 import dev.handoff.relay.RelayFaults;
@@ -11,8 +10,6 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
 /**
@@ -23,12 +20,6 @@ import java.util.function.Consumer;
  */
 final class ShardPublisher {
 
-  /** Opens an auto-commit connection. */
-  @FunctionalInterface
-  interface Connections {
-    Connection get() throws SQLException;
-  }
-
   private final RelayConfig config;
   private final RelayListener listener;
   private final RedisTransport streams;
@@ -38,9 +29,8 @@ final class ShardPublisher {
   private final BatchMarks marks;
   private final RelayFaults faults;
   private final RelayMaintenance maintenance;
-  private final Map<ShardId, OwnedShard> owned;
-  private final Connections connections;
-  private final BiConsumer<OwnedShard, String> lostHandler;
+  private final ShardTable table;
+  private final ConnectionSource connections;
   private final Consumer<Runnable> notifier;
   private final RedisMemory memory;
   private final RewindPauses pauses;
@@ -48,21 +38,19 @@ final class ShardPublisher {
   private boolean mayHaveMore;
 
   ShardPublisher(RelayConfig config, RelayCollaborators collaborators, RedisTransport streams, LeaseQueries leases,
-      OutboxQueries outbox, RelayMaintenance maintenance, Map<ShardId, OwnedShard> owned, Connections connections,
-      BiConsumer<OwnedShard, String> lostHandler, Consumer<Runnable> notifier, RedisMemory memory,
-      DatabaseRewinds rewinds) {
+      OutboxQueries outbox, RelayMaintenance maintenance, ShardTable table, ConnectionSource connections,
+      Consumer<Runnable> notifier, RedisMemory memory, DatabaseRewinds rewinds) {
     this.config = config;
     this.listener = collaborators.listener();
     this.streams = streams;
     this.outbox = outbox;
     this.loss = new StreamLoss(config.owner(), streams, outbox);
-    this.marks = new BatchMarks(config, collaborators, streams, leases, outbox, lostHandler, notifier, rewinds);
-    this.transaction = new CycleTransaction(config, streams, outbox, marks, collaborators.faults(), owned);
+    this.marks = table.marks();
+    this.transaction = new CycleTransaction(config, streams, outbox, marks, collaborators.faults(), table);
     this.faults = collaborators.faults();
     this.maintenance = maintenance;
-    this.owned = owned;
+    this.table = table;
     this.connections = connections;
-    this.lostHandler = lostHandler;
     this.notifier = notifier;
     this.memory = memory;
     this.pauses = new RewindPauses(config, leases, rewinds);
@@ -94,16 +82,16 @@ final class ShardPublisher {
     int published = 0;
     long republished = 0;
     mayHaveMore = false;
-    if (owned.isEmpty()) {
-      marks.forget();
+    if (table.isEmpty()) {
+      table.forgetHeld();
       return new RelayCycle(0, 0, 0, 0);
     }
     int assigned = 0;
-    ShardFailures failures = new ShardFailures();
+    ShardFailures failures = new ShardFailures(table);
     try (Connection c = connections.get()) {
-      pauses.sync(c, owned);
-      for (OwnedShard o : new ArrayList<>(owned.values())) {
-        if (o.checkAssigned && !o.paused) {
+      pauses.sync(c, table);
+      for (OwnedShard o : table.shards()) {
+        if (table.mustResend(o) && !o.paused) {
           PublishOutcome p = failures.attempt(o, () -> publishAssigned(c, o));
           if (p != null) {
             published += p.published;
@@ -112,21 +100,21 @@ final class ShardPublisher {
           }
         }
       }
-      List<BatchMarks.Written> toMark = marks.takeHeld();
+      List<BatchMarks.Written> toMark = table.takeHeld();
       CycleTransaction.Cycle cycle;
       try {
         cycle = Transactions.inOne(c, () -> transaction.markAndAssign(c, toMark, transaction.wanted(c, failures)));
       } catch (SQLException | RuntimeException | Error e) {
-        toMark.forEach(w -> w.shard().checkAssigned = true);
+        toMark.forEach(w -> table.resend(w.shard()));
         throw e;
       }
       published += marks.applyAll(cycle.recorded());
-      pauses.applyRequested(c, owned); // a rewind the marks just found stops its shard before its batch goes out
+      pauses.applyRequested(c, table); // a rewind the marks just found stops its shard before its batch goes out
       List<Assigned> batches = batchesOf(cycle);
       List<RedisTransport.Publish> writes = new ArrayList<>(batches.size());
       batches.removeIf(a -> {
         if (a.shard().paused) {
-          a.shard().checkAssigned = true; // the shard's pending batch: sent, with its IDs, once it resumes
+          table.resend(a.shard()); // the shard's pending batch: sent, with its IDs, once it resumes
         }
         return a.shard().paused;
       });
@@ -155,7 +143,7 @@ final class ShardPublisher {
         written.add(new BatchMarks.Written(o, rows, result));
       }
       if (holdMarks && failures.count() == 0) {
-        marks.hold(written);
+        table.hold(written);
       } else {
         published += marks.markAll(c, written);
       }
@@ -163,35 +151,17 @@ final class ShardPublisher {
     if (failures.outOfMemory()) {
       // Redis refuses writes until something is freed, and deletions still run: free what every group finished
       // now, whatever the maintenance schedule, or a full Redis never drains by itself.
-      maintenance.trimWhenFull(owned.values(), memory);
+      maintenance.trimWhenFull(table.shards(), memory);
     } else {
-      maintenance.trimAfterPublish(owned.values().stream().filter(o -> !failures.failed(o)).toList());
+      maintenance.trimAfterPublish(table.shards().stream().filter(o -> !failures.failed(o)).toList());
     }
     failures.rethrow();
-    return new RelayCycle(owned.size(), assigned, published, republished);
+    return new RelayCycle(table.size(), assigned, published, republished);
   }
 
   /** Whether the last cycle found rows it could not take: a shard without room, or one whose node failed. */
   boolean rowsLeftWaiting() {
     return transaction.rowsLeftWaiting();
-  }
-
-  /** Whether batches the last cycle wrote wait for the next cycle's transaction to mark them. */
-  boolean holdsMarks() {
-    return marks.holding();
-  }
-
-  /**
-   * Marks the held batches now, in one transaction: before anything else looks at a shard's pending batch or its
-   * published rows (a loss check, a re-send, a release, maintenance).
-   */
-  int flushMarks(Connection c) throws SQLException {
-    return marks.flush(c);
-  }
-
-  /** Forgets the held batches after a failure; each is sent again (and found) from its lease's pending batch. */
-  void forgetHeldMarks() {
-    marks.forget();
   }
 
   /** A new batch, committed as its shard's pending batch. */
@@ -226,25 +196,25 @@ final class ShardPublisher {
    * full: what is left waits, with its IDs, for room), or until the deadline. Returns whether nothing is left.
    */
   boolean sendAssigned(Connection c, OwnedShard o, long deadlineNanos) throws SQLException {
-    marks.flush(c);
+    table.flush(c);
     if (pauses.requested(o.id)) {
-      pauses.applyRequested(c, owned); // recorded before the lease goes, so that the next owner stays stopped too
+      pauses.applyRequested(c, table); // recorded before the lease goes, so that the next owner stays stopped too
     }
     if (o.paused) {
       return false; // stopped after a database rewind: what is assigned waits, with its IDs, for the resume
     }
-    o.checkAssigned = true;
+    table.resend(o);
     int idle = 0;
-    while (o.checkAssigned && owned.containsKey(o.id) && System.nanoTime() < deadlineNanos && idle < 2) {
+    while (table.mustResend(o) && table.holds(o.id) && System.nanoTime() < deadlineNanos && idle < 2) {
       PublishOutcome p = publishAssigned(c, o);
       idle = p.published() + p.republished() > 0 ? 0 : idle + 1;
     }
-    return !o.checkAssigned;
+    return !table.mustResend(o);
   }
 
   /**
    * Sends a page of rows that keep their stream IDs after Redis lost data, else the pending batch recorded in the
-   * lease (after a crash or a takeover); clears {@code checkAssigned} when there is neither.
+   * lease (after a crash or a takeover); tells the table the shard has nothing assigned left when there is neither.
    */
   private PublishOutcome publishAssigned(Connection c, OwnedShard o) throws SQLException {
     // Re-published rows first: their IDs are below any pending batch's, and Redis only accepts rising IDs.
@@ -256,7 +226,7 @@ final class ShardPublisher {
     if (pending.exists()) {
       return send(c, o, pending.rows(), true);
     }
-    o.checkAssigned = false;
+    table.resent(o);
     return new PublishOutcome(0, 0);
   }
 
@@ -278,7 +248,7 @@ final class ShardPublisher {
     int published = 0;
     long republished = 0;
     int from = 0;
-    while (from < rows.size() && owned.containsKey(o.id) && !pauses.requested(o.id)) {
+    while (from < rows.size() && table.holds(o.id) && !pauses.requested(o.id)) {
       int to = from;
       long bytes = 0;
       while (to < rows.size()
@@ -296,7 +266,7 @@ final class ShardPublisher {
         break;
       }
       faults.afterStreamWrite(o.id, chunk.size());
-      published += marks.apply(marks.record(c, new BatchMarks.Written(o, chunk, result), endsBatch));
+      published += marks.apply(marks.recordNow(c, new BatchMarks.Written(o, chunk, result), endsBatch));
       if (result.statuses().contains(EntryStatus.NOT_SENT)) {
         break; // the target is full: what follows must wait, in order, for the next attempt
       }
@@ -307,7 +277,7 @@ final class ShardPublisher {
   private long streamLost(Connection c, OwnedShard o, long redisCount) throws SQLException {
     long republished = loss.requeue(c, o, redisCount);
     o.confirmedAdded = 0;
-    o.checkAssigned = true;
+    table.resend(o);
     notify(() -> listener.streamLost(o.id, republished));
     return republished;
   }
@@ -324,7 +294,7 @@ final class ShardPublisher {
   }
 
   private void lost(OwnedShard o, String why) {
-    lostHandler.accept(o, why);
+    table.lose(o, why);
   }
 
   private void notify(Runnable callback) {

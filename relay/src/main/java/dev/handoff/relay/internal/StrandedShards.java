@@ -61,7 +61,7 @@ final class StrandedShards {
   }
 
   /** Looks when a look is due. */
-  void checkIfDue(RelayHealth.Connections connections) throws SQLException {
+  void checkIfDue(ConnectionSource connections) throws SQLException {
     if (System.nanoTime() - nextCheckNanos < 0) {
       return;
     }
