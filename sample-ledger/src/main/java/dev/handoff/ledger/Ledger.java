@@ -15,7 +15,8 @@ import java.util.UUID;
 /**
  * Books charges: one {@code charge} row per payment message, written on the caller's transaction in one statement
  * for a whole batch. Nothing here prevents a second charge for the same payment: that is the inbox's job (see
- * {@link LedgerConsumer}), and {@link NaiveConsumer} shows what happens without it. This class is thread-safe.
+ * {@link LedgerConsumer}), and ledger-demo's {@code NaiveConsumer} shows what happens without it. This class is
+ * thread-safe.
  */
 public final class Ledger {
 

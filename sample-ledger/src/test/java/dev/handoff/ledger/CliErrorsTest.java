@@ -52,8 +52,8 @@ class CliErrorsTest {
         + " handoff's tables first (java -jar cli/target/handoff.jar migrate --schema no_such_schema)");
     assertOneLineError(missingUrl, "sample-ledger: --jdbc-url or HANDOFF_JDBC_URL is required");
     assertOneLineError(unknownOption, "sample-ledger: Unknown option: '--bogus' (see sample-ledger pay --help)");
-    assertOneLineError(noCommand, "sample-ledger: a command is required: demo, pay, consume or verify (the relay,"
-        + " status and dlq are handoff.jar's) (see sample-ledger --help)");
+    assertOneLineError(noCommand, "sample-ledger: a command is required: pay, consume or verify (the relay, status"
+        + " and dlq are handoff.jar's; the demo is ledger-demo.jar) (see sample-ledger --help)");
     assertOneLineError(badDuration, "sample-ledger: Invalid value for option '--min-idle': 'thirty' is not a"
         + " duration: expected a number with ms, s, m, h or d (500ms, 10s, 2m) or ISO-8601 (PT10S)");
     assertOneLineError(badBatchSize, "sample-ledger: --batch-size must be between 1 and 10000");

@@ -117,9 +117,6 @@ abstract class LedgerCliProcessTest {
       assertThat(dlq.stdout()).contains("the ledger refuses poison payment",
           poison + " dead letters of group ledger: " + poison + " dead").hasLineCount(2 + poison);
       if (transport == Transport.LIST) {
-        CliProcess naive = cli("consume", "--transport", "list", "--naive");
-        assertThat(naive.waitFor(60)).isEqualTo(2);
-        assertThat(naive.stderr()).contains("--naive runs on streams only");
         long pushed = 0;
         for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
           String list = ListFormat.listKey(env.keyPrefix(), PaymentEvents.TOPIC, shard);

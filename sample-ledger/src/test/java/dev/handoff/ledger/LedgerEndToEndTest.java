@@ -438,8 +438,11 @@ abstract class LedgerEndToEndTest {
     }
 
     private ListStatus listStatus() {
-      try (ListConsumer probe = new LedgerServers(env.dataSource(), env.redis(), env.redisSpec())
-          .listProbe(env.schema(), env.keyPrefix(), PaymentEvents.TOPIC_CONFIG, "ledger").build()) {
+      try (ListConsumer probe = ListConsumer.builder(env.dataSource(), env.redisSpec()).schema(env.schema())
+          .keyPrefix(env.keyPrefix()).topic(PaymentEvents.TOPIC_CONFIG).group("ledger")
+          .batchHandler((tx, messages) -> {
+            throw new IllegalStateException("a probe never handles messages");
+          }).build()) {
         return probe.status(); // never started: no heartbeat, no registration, nothing taken
       }
     }

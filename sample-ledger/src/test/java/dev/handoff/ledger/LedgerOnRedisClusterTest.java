@@ -7,8 +7,6 @@ import dev.handoff.core.StreamFormat;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.RedisCluster;
 import dev.handoff.testing.TestEnvironment;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,7 +18,8 @@ import redis.clients.jedis.RedisClusterClient;
 
 /**
  * The ledger on a Redis Cluster, given only {@code --redis-cluster}: handoff.jar's {@code relay} and {@code status},
- * the sample's {@code consume} and {@code verify}, as processes, each payment charged once.
+ * the sample's {@code consume} and {@code verify}, as processes, each payment charged once (the demo on a cluster is
+ * ledger-demo's {@code DemoOnRedisClusterTest}).
  */
 @HandoffTest
 class LedgerOnRedisClusterTest {
@@ -87,32 +86,6 @@ class LedgerOnRedisClusterTest {
         p.process.destroyForcibly();
       }
     }
-  }
-
-  @Test
-  void theDemoPassesOnAClusterGivenOnlyItsSeeds() throws Exception {
-    String schema = env.schema() + "_demo";
-    String prefix = env.keyPrefix() + "-demo";
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    int exit = dev.handoff.ledger.cli.LedgerCli.execute(new PrintWriter(out), new PrintWriter(err), "demo",
-        "--payments", "1000", "--jdbc-url", env.postgres().jdbcUrl(), "--redis-cluster", seeds(), "--schema",
-        schema, "--key-prefix", prefix);
-    String report = out.toString();
-    assertThat(exit).as("exit code; output:%n%s%nstderr:%n%s", report, err).isZero();
-    assertThat(report).contains("FAULT relay-1 killed after XADD", "verify ledger 'ledger': PASS");
-    long outboxRows = env.queryLong("SELECT count(*) FROM " + schema + ".outbox");
-    try (RedisClusterClient client = cluster.newClient()) {
-      long entries = 0;
-      for (int shard = 0; shard < PaymentEvents.SHARDS; shard++) {
-        entries += Long.parseLong(client.hget(StreamFormat.relayKey(
-            StreamFormat.streamKey(prefix, PaymentEvents.TOPIC, shard)), "added"));
-      }
-      assertThat(entries).as("one entry added per outbox row, relay-1's re-sent batch included")
-          .isEqualTo(outboxRows);
-    }
-    assertThat(env.queryLong("SELECT count(*) FROM " + schema + ".charge WHERE ledger = 'ledger'"))
-        .as("every payment but the poison one charged once").isEqualTo(999);
   }
 
   private String seeds() {

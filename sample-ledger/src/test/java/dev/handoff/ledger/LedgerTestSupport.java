@@ -15,7 +15,7 @@ import java.util.List;
 import picocli.CommandLine;
 
 /**
- * What the ledger's tests build on: a relay, ledger and naive consumers with short timeouts, and the command lines (the
+ * What the ledger's tests build on: a relay, ledger consumers with short timeouts, and the command lines (the
  * sample's and the operator's) run in-process. One test class, one schema and one key prefix: a schema's outbox and relay leases belong to one set
  * of streams, so two key prefixes over one schema would make the relay see "lost" streams and publish again.
  */
@@ -81,11 +81,6 @@ final class LedgerTestSupport {
         .keyPrefix(env.keyPrefix())
         .topic(PaymentEvents.TOPIC_CONFIG)
         .build();
-  }
-
-  NaiveConsumer naive(String group) {
-    return new NaiveConsumer(env.dataSource(), env.redis(), env.schema(), env.keyPrefix(), group, group + "-worker", 1, 10,
-        Duration.ofSeconds(30));
   }
 
   LedgerConsumer ledger(String name, String group) {

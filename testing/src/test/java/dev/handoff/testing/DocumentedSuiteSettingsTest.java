@@ -33,7 +33,7 @@ class DocumentedSuiteSettingsTest {
         "MethodOrderer\\$Random", "junit.jupiter.execution.order.random.seed");
     String readme = Files.readString(ROOT.resolve("README.md"));
     assertThat(readme).contains("## Run it\n\n```bash\n./mvnw -q -DskipTests package && java -jar"
-        + " sample-ledger/target/sample-ledger.jar demo\n```", "## Run the tests\n\n```bash\n./mvnw verify\n```");
+        + " ledger-demo/target/ledger-demo.jar\n```", "## Run the tests\n\n```bash\n./mvnw verify\n```");
   }
 
   @Test

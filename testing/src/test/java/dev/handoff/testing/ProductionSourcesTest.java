@@ -17,7 +17,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The shape of the published modules (issue 28): their production code never names a test type (the testkit module
  * holds what tests use, and the code calls no-op hooks whose effect is the test's business); no module imports
- * another's {@code internal} package but core's; and a service that only appends gets neither Jedis nor Flyway.
+ * another's {@code internal} package but core's; a service that only appends gets neither Jedis nor Flyway; and the
+ * sample ledger stays a sample a newcomer can read.
  */
 class ProductionSourcesTest {
 
@@ -29,6 +30,8 @@ class ProductionSourcesTest {
       "dev.handoff.migrations", "outbox", "dev.handoff.outbox", "relay", "dev.handoff.relay", "consumer",
       "dev.handoff.consumer", "cli", "dev.handoff.cli", "spring-boot-autoconfigure", "dev.handoff.spring",
       "testkit", "dev.handoff.testkit");
+  /** The most lines of Java the teaching sample may hold (see the test that checks it). */
+  private static final long SAMPLE_LEDGER_MAX_LINES = 1_850;
   private static final Pattern INTERNAL_IMPORT = Pattern.compile("^import (?:static )?(dev\\.handoff\\.[a-z]+)"
       + "(?:\\.[a-z]+)*\\.internal\\.", Pattern.MULTILINE);
 
@@ -73,6 +76,26 @@ class ProductionSourcesTest {
         .map(p -> ROOT.relativize(p).toString())
         .toList();
     assertThat(offenders).isEmpty();
+  }
+
+  /**
+   * The sample ledger is the teaching sample: a newcomer reads all of it, so it holds the application and its
+   * {@code pay}, {@code consume} and {@code verify} commands only. The demo's fault-injecting harness lives in
+   * ledger-demo and the benchmarks in benchmarks; tooling goes there. Issue 28 aims at 1,500 lines: the split left
+   * 1,831 (the ledger consumer, the audit, the counters that {@code verify} shows and the commands' plumbing), so this
+   * ceiling holds the line while the rest is trimmed, and only comes down.
+   */
+  @Test
+  void theSampleLedgersMainCodeStaysShortEnoughToRead() throws IOException {
+    long lines = 0;
+    try (Stream<Path> files = Files.walk(ROOT.resolve("sample-ledger/src/main"))) {
+      for (Path p : files.filter(f -> f.toString().endsWith(".java")).toList()) {
+        lines += read(p).chars().filter(c -> c == '\n').count();
+      }
+    }
+    assertThat(lines).as("lines of Java under sample-ledger/src/main: the teaching sample stays readable; put the"
+        + " demo's harness in ledger-demo and tooling in ledger-demo or benchmarks, not in the sample")
+        .isPositive().isLessThanOrEqualTo(SAMPLE_LEDGER_MAX_LINES);
   }
 
   @Test

@@ -2,9 +2,9 @@ package dev.handoff.benchmarks.ledger;
 
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.ledger.LedgerException;
-import dev.handoff.ledger.LedgerServers;
 import dev.handoff.ledger.Payment;
-import dev.handoff.ledger.TimedLog;
+import dev.handoff.ledger.demo.LedgerServers;
+import dev.handoff.ledger.demo.TimedLog;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;

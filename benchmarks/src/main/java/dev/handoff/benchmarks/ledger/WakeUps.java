@@ -2,10 +2,10 @@ package dev.handoff.benchmarks.ledger;
 
 import dev.handoff.core.StreamFormat;
 import dev.handoff.ledger.LedgerException;
-import dev.handoff.ledger.LedgerServers;
 import dev.handoff.ledger.PaymentEvents;
 import dev.handoff.ledger.PaymentService;
-import dev.handoff.ledger.TimedLog;
+import dev.handoff.ledger.demo.LedgerServers;
+import dev.handoff.ledger.demo.TimedLog;
 import dev.handoff.relay.Relay;
 import java.time.Duration;
 import java.util.Arrays;

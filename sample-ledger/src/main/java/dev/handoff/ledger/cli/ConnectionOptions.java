@@ -15,7 +15,10 @@ import picocli.CommandLine.Option;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.UnifiedJedis;
 
-/** The options every command but {@code demo} takes: where PostgreSQL and Redis are, and the names inside them. */
+/**
+ * The options every command takes (ledger-demo's {@code naive-consume} too): where PostgreSQL and Redis are, and the
+ * names inside them.
+ */
 public final class ConnectionOptions {
 
   private static final Duration CONSUMER_SOCKET_TIMEOUT = Duration.ofSeconds(5);
@@ -50,7 +53,8 @@ public final class ConnectionOptions {
       description = "prefix of the Redis keys (env HANDOFF_KEY_PREFIX; default ${DEFAULT-VALUE})")
   String keyPrefix;
 
-  String schema() {
+  /** {@code --schema}, checked. */
+  public String schema() {
     try {
       return LedgerMigrations.requireValidSchema(schema);
     } catch (IllegalArgumentException e) {
@@ -58,7 +62,8 @@ public final class ConnectionOptions {
     }
   }
 
-  String keyPrefix() {
+  /** {@code --key-prefix}, checked. */
+  public String keyPrefix() {
     try {
       return StreamFormat.requireValidKeyPrefix(keyPrefix);
     } catch (IllegalArgumentException e) {
@@ -78,7 +83,7 @@ public final class ConnectionOptions {
    * A pool to PostgreSQL whose schema holds handoff's tables and the ledger's (created here the first time; see
    * {@link LedgerMigrations#ensureTables}).
    */
-  HikariDataSource migratedDatabase(int maxConnections, String poolName) {
+  public HikariDataSource migratedDatabase(int maxConnections, String poolName) {
     String s = schema();
     HikariDataSource db = database(maxConnections, poolName);
     try {
@@ -91,7 +96,7 @@ public final class ConnectionOptions {
   }
 
   /** A Redis client (of the cluster with {@code --redis-cluster}) that answered, or a one-line error. */
-  UnifiedJedis redis(int maxConnections) {
+  public UnifiedJedis redis(int maxConnections) {
     requireRedisUrl();
     return Connections.client(redisTlsSpec(RedisConnectionSpec.DEFAULT_SOCKET_TIMEOUT), maxConnections,
         connectTimeout);
@@ -115,14 +120,6 @@ public final class ConnectionOptions {
     } catch (Connections.UnreachableException e) {
       throw new LedgerException(e.getMessage()); // one line, the password masked
     }
-  }
-
-  String maskedJdbcUrl() {
-    return Connections.mask(jdbcUrl);
-  }
-
-  String maskedRedisUrl() {
-    return Connections.mask(redisUrl);
   }
 
   private void requireRedisUrl() {

@@ -7,7 +7,6 @@ import dev.handoff.core.Transport;
 import dev.handoff.ledger.ConsumerCounters;
 import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.LedgerException;
-import dev.handoff.ledger.NaiveConsumer;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -19,12 +18,12 @@ import picocli.CommandLine.Spec;
 import redis.clients.jedis.UnifiedJedis;
 
 /**
- * {@code consume}: runs the ledger consumer (or, with {@code --naive}, the consumer without an inbox) until SIGTERM,
- * then finishes the batches in flight and exits 0. SIGKILL is safe: what was committed but not acknowledged is
- * delivered again and skipped by the inbox. {@code --transport list} takes from the relay's lists instead (BLMOVE
- * into a processing list per worker, LREM after the commit); a killed consumer's processing lists are returned by
- * another consumer's reaper once its heartbeat ({@code --min-idle}) expires, or at once when it restarts under the
- * same {@code --name}.
+ * {@code consume}: runs the ledger consumer until SIGTERM, then finishes the batches in flight and exits 0. SIGKILL
+ * is safe: what was committed but not acknowledged is delivered again and skipped by the inbox. {@code --transport
+ * list} takes from the relay's lists instead (BLMOVE into a processing list per worker, LREM after the commit); a
+ * killed consumer's processing lists are returned by another consumer's reaper once its heartbeat
+ * ({@code --min-idle}) expires, or at once when it restarts under the same {@code --name}. The consumer without an
+ * inbox, for contrast, is ledger-demo's {@code naive-consume}.
  */
 @Command(name = "consume", description = "Runs the ledger consumer until SIGTERM; safe to SIGKILL and restart.")
 final class ConsumeCommand implements Callable<Integer> {
@@ -36,16 +35,13 @@ final class ConsumeCommand implements Callable<Integer> {
       description = "stream or list, as the relay runs (env HANDOFF_TRANSPORT; default stream)")
   String transport;
 
-  @Option(names = "--group", description = "consumer group, also the ledger charges are booked into"
-      + " (default ledger, or naive with --naive); with --transport list every consumer must use the same group")
+  @Option(names = "--group", defaultValue = LedgerConsumer.DEFAULT_GROUP, description = "consumer group, also the"
+      + " ledger charges are booked into (${DEFAULT-VALUE}); with --transport list every consumer must use the same"
+      + " group")
   String group;
 
   @Option(names = "--workers", defaultValue = "2", description = "worker threads (${DEFAULT-VALUE})")
   int workers;
-
-  @Option(names = "--naive", description = "charge without an inbox (read, charge, XACK): redeliveries charge twice;"
-      + " streams only")
-  boolean naive;
 
   @Option(names = "--name", description = "consumer name (default host-pid-random); reuse it after a crash to"
       + " replay this consumer's pending entries (on lists: its processing lists) at once")
@@ -76,30 +72,11 @@ final class ConsumeCommand implements Callable<Integer> {
       throw new LedgerException("--workers must be between 1 and 64, was " + workers);
     }
     Transport t = TransportOption.parse(transport);
-    if (naive && t == Transport.LIST) {
-      throw new LedgerException("--naive runs on streams only: a list element goes to one consumer, so a naive"
-          + " group cannot read the ledger's messages beside it");
-    }
     Duration idle = minIdle != null ? minIdle : t == Transport.LIST ? Duration.ofSeconds(15) : Duration.ofSeconds(30);
     String schema = connection.schema();
     String keyPrefix = connection.keyPrefix();
-    String g = group != null ? group : naive ? NaiveConsumer.DEFAULT_GROUP : LedgerConsumer.DEFAULT_GROUP;
     CountDownLatch stop = Signals.termination();
     try (HikariDataSource db = connection.migratedDatabase(workers + 3, "ledger-consume")) {
-      if (naive) {
-        try (UnifiedJedis redis = connection.redis(workers + 2)) {
-          String consumerName = name != null ? name : "naive-" + ProcessHandle.current().pid();
-          NaiveConsumer consumer = new NaiveConsumer(db, redis, schema, keyPrefix, g, consumerName, workers,
-              batchSize, idle);
-          consumer.start();
-          running("naive consumer %s of group '%s' running (%d workers); SIGTERM to stop", consumerName, g, workers);
-          stop.await();
-          consumer.close(drainTimeout);
-          spec.commandLine().getOut().printf("naive consumer %s stopped: deliveries %,d, charges %,d, reclaimed %,d%n",
-              consumerName, consumer.deliveries(), consumer.charged(), consumer.reclaimed());
-          return 0;
-        }
-      }
       RedisConnectionSpec redis = connection.consumerRedis();
       try (UnifiedJedis check = connection.redis(1)) {
         check.ping(); // fail fast with one line if Redis is not there
@@ -108,7 +85,7 @@ final class ConsumeCommand implements Callable<Integer> {
           .schema(schema)
           .keyPrefix(keyPrefix)
           .transport(t)
-          .group(g)
+          .group(group)
           .consumerName(name)                   // null: handoff's default, host and process
           .workers(workers)
           .batchSize(batchSize)
@@ -117,7 +94,7 @@ final class ConsumeCommand implements Callable<Integer> {
           .build();
       consumer.start();
       String consumerName = consumer.handoff().config().consumerName();
-      running("ledger consumer %s of group '%s' running on %s (%d workers); SIGTERM to stop", consumerName, g,
+      running("ledger consumer %s of group '%s' running on %s (%d workers); SIGTERM to stop", consumerName, group,
           t == Transport.LIST ? "lists" : "streams", workers);
       stop.await();
       boolean clean = consumer.close(drainTimeout);

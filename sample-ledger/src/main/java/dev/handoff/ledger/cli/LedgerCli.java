@@ -9,15 +9,15 @@ import picocli.CommandLine.Command;
 /**
  * The sample ledger's command line ({@code java -jar sample-ledger.jar <command>}): the ledger's own commands. The
  * relay, {@code status}, {@code dlq} and handoff's {@code migrate} are the operator's command line's
- * ({@code java -jar cli/target/handoff.jar}). Exit codes: 0 success, 1 the command ran and found a problem
- * ({@code verify} failed, the demo's audit failed), 2 a usage error or an error such as a bad URL, an unreachable
- * server or a missing schema, always reported as one line on stderr without passwords.
+ * ({@code java -jar cli/target/handoff.jar}); the demo is ledger-demo's ({@code java -jar ledger-demo.jar}). Exit
+ * codes: 0 success, 1 the command ran and found a problem ({@code verify} failed), 2 a usage error or an error such
+ * as a bad URL, an unreachable server or a missing schema, always reported as one line on stderr without passwords.
  */
 @Command(name = "sample-ledger", mixinStandardHelpOptions = true, scope = CommandLine.ScopeType.INHERIT,
     sortOptions = false,
     description = "The handoff sample billing ledger: payments through a transactional outbox into Redis Streams"
         + " or lists, charged exactly once.",
-    subcommands = {DemoCommand.class, PayCommand.class, ConsumeCommand.class, VerifyCommand.class,
+    subcommands = {PayCommand.class, ConsumeCommand.class, VerifyCommand.class,
         CommandLine.HelpCommand.class})
 public final class LedgerCli implements Runnable {
 
@@ -35,15 +35,23 @@ public final class LedgerCli implements Runnable {
 
   /** Runs a command writing to {@code out} and {@code err}; returns the exit code. */
   public static int execute(PrintWriter out, PrintWriter err, String... args) {
+    return execute(new LedgerCli(), "sample-ledger", out, err, args);
+  }
+
+  /**
+   * Runs {@code command} (a picocli command object) as this command line runs its own: its logging, its errors as
+   * one line after {@code tool}, and handoff's log level given back afterwards. ledger-demo's jar runs through it.
+   */
+  public static int execute(Object command, String tool, PrintWriter out, PrintWriter err, String... args) {
     // Before the first logger exists: a static Logger anywhere on this path would configure logging too early.
     if (System.getProperty("logback.configurationFile") == null) {
       System.setProperty("logback.configurationFile", "dev/handoff/ledger/cli/logback-ledger.xml");
     }
     System.setProperty("org.jooq.no-logo", "true");
-    CommandLine cli = new CommandLine(new LedgerCli());
+    CommandLine cli = new CommandLine(command);
     cli.setOut(out);
     cli.setErr(err);
-    CommandLines.configure(cli, "sample-ledger", LedgerCli::oneLine);
+    CommandLines.configure(cli, tool, LedgerCli::oneLine);
     // A command sets handoff's log level for its own run; run in a JVM that goes on (a test, an embedding
     // application), it must not silence that JVM's later warnings.
     Logging.Restore level = Logging.saved();
@@ -59,8 +67,8 @@ public final class LedgerCli implements Runnable {
 
   @Override
   public void run() {
-    throw new CommandLine.ParameterException(spec.commandLine(), "a command is required: demo, pay, consume or"
-        + " verify (the relay, status and dlq are handoff.jar's)");
+    throw new CommandLine.ParameterException(spec.commandLine(), "a command is required: pay, consume or verify"
+        + " (the relay, status and dlq are handoff.jar's; the demo is ledger-demo.jar)");
   }
 
   /** The first line of what went wrong, with passwords masked. */

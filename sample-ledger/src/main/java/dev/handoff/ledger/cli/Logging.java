@@ -5,7 +5,7 @@ import ch.qos.logback.classic.Logger;
 import org.slf4j.LoggerFactory;
 
 /** Adjusts log levels for a command (the configuration itself is chosen before the first logger exists). */
-final class Logging {
+public final class Logging {
 
   private Logging() {}
 
@@ -24,7 +24,7 @@ final class Logging {
   }
 
   /** Sets the level of handoff's own loggers (library and ledger). */
-  static void handoff(String level) {
+  public static void handoff(String level) {
     if (LoggerFactory.getLogger("dev.handoff") instanceof Logger logger) {
       logger.setLevel(Level.toLevel(level));
     }

@@ -5,14 +5,15 @@ import dev.handoff.ledger.LedgerException;
 import java.util.Locale;
 
 /** Reads {@code --transport} (or {@code HANDOFF_TRANSPORT}): {@code stream} or {@code list}. */
-final class TransportOption {
+public final class TransportOption {
 
   /** The picocli default of every {@code --transport} option that follows the environment. */
-  static final String DEFAULT = "${env:HANDOFF_TRANSPORT:-stream}";
+  public static final String DEFAULT = "${env:HANDOFF_TRANSPORT:-stream}";
 
   private TransportOption() {}
 
-  static Transport parse(String value) {
+  /** The transport {@code value} names, or a one-line error. */
+  public static Transport parse(String value) {
     String v = value == null ? "" : value.trim().toLowerCase(Locale.ROOT);
     return switch (v) {
       case "stream", "streams" -> Transport.STREAM;

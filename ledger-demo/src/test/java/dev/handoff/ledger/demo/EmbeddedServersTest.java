@@ -1,4 +1,4 @@
-package dev.handoff.ledger;
+package dev.handoff.ledger.demo;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

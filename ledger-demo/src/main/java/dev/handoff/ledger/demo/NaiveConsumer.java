@@ -1,6 +1,9 @@
-package dev.handoff.ledger;
+package dev.handoff.ledger.demo;
 
 import dev.handoff.core.StreamFormat;
+import dev.handoff.ledger.Ledger;
+import dev.handoff.ledger.LedgerConsumer;
+import dev.handoff.ledger.PaymentEvents;
 import dev.handoff.testkit.SimulatedCrash;
 import java.sql.Connection;
 import java.sql.SQLException;

@@ -1,4 +1,4 @@
-package dev.handoff.ledger;
+package dev.handoff.ledger.demo;
 
 import dev.handoff.consumer.ConsumerBuilder;
 import dev.handoff.consumer.ListConsumer;
@@ -7,6 +7,7 @@ import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.StreamConsumerBuilder;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.TopicConfig;
+import dev.handoff.ledger.LedgerConsumer;
 import javax.sql.DataSource;
 import redis.clients.jedis.UnifiedJedis;
 

@@ -1,8 +1,11 @@
-package dev.handoff.ledger;
+package dev.handoff.ledger.demo;
 
 import dev.handoff.core.ListFormat;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.StreamMessage;
+import dev.handoff.ledger.LedgerConsumer;
+import dev.handoff.ledger.LedgerException;
+import dev.handoff.ledger.PaymentEvents;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

@@ -1,9 +1,11 @@
-package dev.handoff.ledger;
+package dev.handoff.ledger.demo;
 
 import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.status.ConsumerStatus;
 import dev.handoff.consumer.status.ListStatus;
+import dev.handoff.ledger.LedgerConsumer;
+import dev.handoff.ledger.PaymentEvents;
 
 /**
  * Whether the demo's consumers have finished: never-started consumers of the ledger's group and the naive group

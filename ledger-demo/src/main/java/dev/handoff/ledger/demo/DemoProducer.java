@@ -1,5 +1,7 @@
-package dev.handoff.ledger;
+package dev.handoff.ledger.demo;
 
+import dev.handoff.ledger.Payment;
+import dev.handoff.ledger.PaymentService;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;

@@ -1,6 +1,8 @@
-package dev.handoff.ledger;
+package dev.handoff.ledger.demo;
 
 import dev.handoff.core.Transport;
+import dev.handoff.ledger.LedgerAudit;
+import dev.handoff.ledger.LedgerException;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.List;

@@ -1,5 +1,9 @@
-package dev.handoff.ledger;
+package dev.handoff.ledger.demo;
 
+import dev.handoff.ledger.LedgerConsumer;
+import dev.handoff.ledger.LedgerException;
+import dev.handoff.ledger.PaymentEvents;
+import dev.handoff.ledger.PaymentService;
 import dev.handoff.relay.Relay;
 import java.time.Duration;
 

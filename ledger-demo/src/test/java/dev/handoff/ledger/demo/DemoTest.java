@@ -1,11 +1,12 @@
-package dev.handoff.ledger;
+package dev.handoff.ledger.demo;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.handoff.core.ListFormat;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.Transport;
-import dev.handoff.ledger.cli.LedgerCli;
+import dev.handoff.ledger.LedgerAudit;
+import dev.handoff.ledger.PaymentEvents;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.io.PrintWriter;
@@ -17,7 +18,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@code demo} against the test servers (by URL), once per transport ({@link DemoOnStreamsTest},
+ * ledger-demo.jar's demo against the test servers (by URL), once per transport ({@link DemoOnStreamsTest},
  * {@link DemoOnListsTest}): it exits 0 and every number of its report is the database's (or, on lists, the relay
  * hashes').
  */
@@ -37,7 +38,7 @@ abstract class DemoTest {
   @Test
   void demoExitsZeroAndItsReportAgreesWithTheDatabase() {
     // when
-    List<String> args = new ArrayList<>(List.of("demo"));
+    List<String> args = new ArrayList<>();
     if (transport == Transport.LIST) {
       args.addAll(List.of("--transport", "list", "--list-capacity", "300"));
     }
@@ -45,7 +46,7 @@ abstract class DemoTest {
         "--redis-url", env.redisUri().toString(), "--schema", env.schema(), "--key-prefix", env.keyPrefix()));
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
-    int exit = LedgerCli.execute(new PrintWriter(out), new PrintWriter(err), args.toArray(String[]::new));
+    int exit = DemoCommand.execute(new PrintWriter(out), new PrintWriter(err), args.toArray(String[]::new));
 
     // then
     String report = out.toString();

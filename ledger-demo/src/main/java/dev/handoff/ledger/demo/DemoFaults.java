@@ -1,7 +1,8 @@
-package dev.handoff.ledger;
+package dev.handoff.ledger.demo;
 
 import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.core.ShardId;
+import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.relay.Relay;
 import dev.handoff.relay.RelayFaults;
 import dev.handoff.testkit.ConsumerTestKit;

@@ -1,4 +1,4 @@
-package dev.handoff.ledger;
+package dev.handoff.ledger.demo;
 
 import java.io.PrintWriter;
 

@@ -1,17 +1,18 @@
-package dev.handoff.ledger.cli;
+package dev.handoff.ledger.demo;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.cli.Connections;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
-import dev.handoff.ledger.Demo;
-import dev.handoff.ledger.EmbeddedServers;
 import dev.handoff.ledger.LedgerMigrations;
-import dev.handoff.ledger.LedgerServers;
+import dev.handoff.ledger.cli.LedgerCli;
+import dev.handoff.ledger.cli.Logging;
+import dev.handoff.ledger.cli.TransportOption;
 import dev.handoff.migrations.HandoffMigrations;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.concurrent.Callable;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -19,11 +20,18 @@ import picocli.CommandLine.Spec;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.UnifiedJedis;
 
-/** {@code demo}: the main job; see {@link Demo}. */
-@Command(name = "demo", description = "The main job: N payments through the outbox, a relay and two consumers, with"
-    + " faults injected while it runs, then a report and an audit. Starts embedded PostgreSQL and Redis unless URLs"
-    + " are given. Exit 0 only if verify passes.")
-final class DemoCommand implements Callable<Integer> {
+/**
+ * The demo's command line ({@code java -jar ledger-demo/target/ledger-demo.jar [options]}): runs the {@link Demo},
+ * the README's main job; {@code naive-consume} runs the consumer without an inbox on its own. Exit codes: 0 the
+ * demo's audit passed, 1 it failed, 2 a usage error or an error such as a bad URL or an unreachable server, one line
+ * on stderr without passwords.
+ */
+@Command(name = "ledger-demo", mixinStandardHelpOptions = true, sortOptions = false,
+    description = "The main job: N payments through the outbox, a relay and two consumers, with faults injected while"
+        + " it runs, then a report and an audit. Starts embedded PostgreSQL and Redis unless URLs are given. Exit 0"
+        + " only if verify passes.",
+    subcommands = {NaiveConsumeCommand.class, CommandLine.HelpCommand.class})
+public final class DemoCommand implements Callable<Integer> {
 
   @Option(names = "--payments", defaultValue = "10000", description = "how many payments (${DEFAULT-VALUE})")
   int payments;
@@ -61,6 +69,15 @@ final class DemoCommand implements Callable<Integer> {
 
   @Spec
   CommandSpec spec;
+
+  public static void main(String[] args) {
+    System.exit(execute(new PrintWriter(System.out, true), new PrintWriter(System.err, true), args));
+  }
+
+  /** Runs the demo (or {@code naive-consume}) writing to {@code out} and {@code err}; returns the exit code. */
+  public static int execute(PrintWriter out, PrintWriter err, String... args) {
+    return LedgerCli.execute(new DemoCommand(), "ledger-demo", out, err, args);
+  }
 
   @Override
   public Integer call() {

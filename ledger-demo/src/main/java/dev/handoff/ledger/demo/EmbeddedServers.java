@@ -1,5 +1,6 @@
-package dev.handoff.ledger;
+package dev.handoff.ledger.demo;
 
+import dev.handoff.ledger.LedgerException;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.io.UncheckedIOException;

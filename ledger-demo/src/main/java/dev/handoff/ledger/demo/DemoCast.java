@@ -1,6 +1,8 @@
-package dev.handoff.ledger;
+package dev.handoff.ledger.demo;
 
 import dev.handoff.consumer.ConsumerFaults;
+import dev.handoff.ledger.LedgerConsumer;
+import dev.handoff.ledger.PaymentEvents;
 import dev.handoff.relay.Relay;
 import dev.handoff.relay.RelayBuilder;
 import dev.handoff.relay.RelayFaults;

@@ -1,7 +1,11 @@
-package dev.handoff.ledger;
+package dev.handoff.ledger.demo;
 
 import dev.handoff.core.ListFormat;
 import dev.handoff.core.StreamFormat;
+import dev.handoff.ledger.LedgerAudit;
+import dev.handoff.ledger.LedgerConsumer;
+import dev.handoff.ledger.LedgerException;
+import dev.handoff.ledger.PaymentEvents;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;

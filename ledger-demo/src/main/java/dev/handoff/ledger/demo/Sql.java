@@ -1,5 +1,6 @@
-package dev.handoff.ledger;
+package dev.handoff.ledger.demo;
 
+import dev.handoff.ledger.LedgerException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
