@@ -6,22 +6,20 @@ import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.FailureIsolation;
 import dev.handoff.consumer.InboundMessage;
-import dev.handoff.consumer.MessageHandler;
+import dev.handoff.consumer.internal.SettleAttempt.Abandoned;
+import dev.handoff.consumer.internal.SettleAttempt.HandlerFailed;
+import dev.handoff.consumer.internal.SettleAttempt.Unattributable;
+import dev.handoff.consumer.internal.SettleAttempt.Unit;
 import dev.handoff.consumer.internal.Settled.Dead;
 import dev.handoff.consumer.internal.Settled.Failure;
 import java.io.PrintWriter;
 import java.io.StringWriter;
-import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.Savepoint;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.UUID;
 import java.util.function.BooleanSupplier;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
@@ -44,6 +42,10 @@ import org.slf4j.LoggerFactory;
  * not repeat when a sibling fails. A {@link BatchMessageHandler} call cannot name its culprit, so its failures are
  * always bisected.
  *
+ * <p>This class sorts the batch, runs its units in turn and decides from how each {@link SettleAttempt} ended what to
+ * try next: the same unit again (a conflict), the unit without its culprit, its halves, or nothing more (the
+ * environment failed, or close gave up). Every delivery of the batch ends in exactly one list of {@link Settled}.
+ *
  * <p>Thread-safe: it keeps no state between calls.
  */
 final class BatchSettler {
@@ -54,24 +56,11 @@ final class BatchSettler {
     /** Entries delivered through the group: may dead-letter, will be acknowledged. */
     DELIVERY,
     /** Replayed messages: never dead-lettered, never acknowledged; failures are only reported. */
-    REPLAY
-  }
+    REPLAY;
 
-  private static final class HandlerFailed extends Exception {
-    private static final long serialVersionUID = 1L;
-    final int index;
-
-    HandlerFailed(int index, Throwable cause) {
-      super(cause);
-      this.index = index;
-    }
-  }
-
-  private static final class Unattributable extends Exception {
-    private static final long serialVersionUID = 1L;
-
-    Unattributable(Throwable cause) {
-      super(cause);
+    /** Whether a failure of {@code d} now is its last: then it is dead-lettered rather than retried. */
+    boolean isFinal(Delivery d, ConsumerConfig config) {
+      return this == DELIVERY && d.deliveries >= config.retries().maxDeliveries();
     }
   }
 
@@ -84,36 +73,13 @@ final class BatchSettler {
     }
   }
 
-  /** The consumer is closing past its deadline: stop, roll back, leave everything unacknowledged. */
-  private static final class Abandoned extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-    final transient Unit unit;
-
-    Abandoned(Unit unit) {
-      super(null, null, false, false);
-      this.unit = unit;
-    }
-  }
-
-  private record Unit(List<Delivery> candidates, List<Dead> dead, List<Delivery> lost) {
-    boolean isEmpty() {
-      return candidates.isEmpty() && dead.isEmpty() && lost.isEmpty();
-    }
-
-    int size() {
-      return candidates.size() + dead.size() + lost.size();
-    }
-  }
-
   private final ConsumerConfig config;
   private final DataSource dataSource;
   private final ConsumerTransactions hosted;
   /** Null unless ghosts are refused: then a message this database has no trace of is dead-lettered, not applied. */
   private final GhostCheck ghostCheck;
-  private final MessageHandler handler;
-  private final BatchMessageHandler batchHandler;
-  private final InboxQueries inbox;
   private final VerdictWriter verdicts;
+  private final SettleAttempt attempt;
   private final String group;
 
   /** How often a batch is run again at once after serialization failures or deadlocks, before it is paused. */
@@ -124,10 +90,9 @@ final class BatchSettler {
     this.dataSource = dataSource;
     this.hosted = settling.transactions();
     this.ghostCheck = settling.refuseGhosts() ? new GhostCheck(config, dataSource) : null;
-    this.handler = collaborators.handler();
-    this.batchHandler = collaborators.batchHandler();
-    this.inbox = new InboxQueries(config.schema());
+    InboxQueries inbox = new InboxQueries(config.schema());
     this.verdicts = new VerdictWriter(config, dataSource, inbox);
+    this.attempt = new SettleAttempt(config, collaborators, inbox, verdicts);
     this.group = config.group();
   }
 
@@ -189,7 +154,7 @@ final class BatchSettler {
         }
         try {
           out.transactions++;
-          attempt(txs, u, mode, recovered, out, hook, abandon);
+          attempt.run(txs, u, mode, recovered, out, hook, abandon);
         } catch (HandlerFailed | Unattributable failure) {
           Blame blame = Blame.of(failure.getCause());
           if (blame == Blame.CONFLICT && conflicts++ < CONFLICT_RETRIES) {
@@ -223,210 +188,50 @@ final class BatchSettler {
   private void isolate(BatchTransactions txs, Unit u, Exception failure, Mode mode, Settled out, Deque<Unit> queue)
       throws Unattributable {
     if (failure instanceof HandlerFailed hf) {
-      Delivery d = u.candidates.get(hf.index);
-      List<Delivery> rest = new ArrayList<>(u.candidates);
+      Delivery d = u.candidates().get(hf.index);
+      List<Delivery> rest = new ArrayList<>(u.candidates());
       rest.remove(hf.index);
-      List<Dead> deadNow = new ArrayList<>(u.dead);
-      if (isFinal(d, mode)) {
+      List<Dead> deadNow = new ArrayList<>(u.dead());
+      if (mode.isFinal(d, config)) {
         deadNow.add(new Dead(d, describe(hf.getCause())));
       } else {
         out.failed.add(new Failure(d, hf.getCause()));
       }
-      queue.addFirst(new Unit(rest, deadNow, u.lost));
+      queue.addFirst(new Unit(rest, deadNow, u.lost()));
       return;
     }
     Unattributable ua = (Unattributable) failure;
-    if (txs.broken(ua.getCause()) || u.candidates.isEmpty()) {
+    if (txs.broken(ua.getCause()) || u.candidates().isEmpty()) {
       queue.addFirst(u); // abandoned with the rest
       throw ua;
     }
-    if (u.candidates.size() == 1 && u.dead.isEmpty() && u.lost.isEmpty()) {
-      Delivery d = u.candidates.get(0);
-      if (isFinal(d, mode)) {
+    if (u.candidates().size() == 1 && u.dead().isEmpty() && u.lost().isEmpty()) {
+      Delivery d = u.candidates().get(0);
+      if (mode.isFinal(d, config)) {
         queue.addFirst(new Unit(List.of(), List.of(new Dead(d, describe(ua.getCause()))), List.of()));
       } else {
         out.failed.add(new Failure(d, ua.getCause()));
       }
-    } else if (!u.dead.isEmpty() || !u.lost.isEmpty()) {
-      queue.addFirst(new Unit(u.candidates, List.of(), List.of()));
-      queue.addFirst(new Unit(List.of(), u.dead, u.lost));
+    } else if (!u.dead().isEmpty() || !u.lost().isEmpty()) {
+      queue.addFirst(new Unit(u.candidates(), List.of(), List.of()));
+      queue.addFirst(new Unit(List.of(), u.dead(), u.lost()));
     } else {
-      int half = u.candidates.size() / 2;
-      queue.addFirst(new Unit(u.candidates.subList(half, u.candidates.size()), List.of(), List.of()));
-      queue.addFirst(new Unit(u.candidates.subList(0, half), List.of(), List.of()));
+      int half = u.candidates().size() / 2;
+      queue.addFirst(new Unit(u.candidates().subList(half, u.candidates().size()), List.of(), List.of()));
+      queue.addFirst(new Unit(u.candidates().subList(0, half), List.of(), List.of()));
     }
   }
 
   /** What is left in the queue decided nothing: it stays unacknowledged. */
   private static void abandonAll(Deque<Unit> queue, Settled out) {
     for (Unit u : queue) {
-      out.abandoned.addAll(u.candidates);
-      u.dead.forEach(x -> out.abandoned.add(x.delivery()));
-      out.abandoned.addAll(u.lost);
+      out.abandoned.addAll(u.candidates());
+      u.dead().forEach(x -> out.abandoned.add(x.delivery()));
+      out.abandoned.addAll(u.lost());
     }
   }
 
-  private void attempt(BatchTransactions txs, Unit u, Mode mode, Map<Delivery, InboundMessage> recovered,
-      Settled out, ConsumerFaults hook, BooleanSupplier abandon) throws HandlerFailed, Unattributable, SQLException {
-    Connection c = txs.begin();
-    List<Delivery> handled = new ArrayList<>();
-    List<Delivery> duplicates = new ArrayList<>();
-    List<Dead> dead = new ArrayList<>();
-    List<Delivery> lost = new ArrayList<>();
-    List<Failure> failed = new ArrayList<>();
-    try {
-      for (Delivery d : u.lost) {
-        if (verdicts.writeLost(c, d, recovered.get(d))) {
-          lost.add(d);
-        } else {
-          duplicates.add(d);
-        }
-      }
-      for (Dead x : u.dead) {
-        if (verdicts.writeDead(c, x)) {
-          dead.add(x);
-        } else {
-          duplicates.add(x.delivery());
-        }
-      }
-      // The first delivery of a message ID in the batch is the one that may run; a second copy in the same batch
-      // (a duplicate publish read together with the original) is a duplicate like any other.
-      Map<UUID, Delivery> first = new LinkedHashMap<>();
-      for (Delivery d : u.candidates) {
-        first.putIfAbsent(d.message.messageId(), d);
-      }
-      List<UUID> ids = new ArrayList<>(first.keySet());
-      List<String> streamIds = new ArrayList<>(ids.size());
-      for (Delivery d : first.values()) {
-        streamIds.add(d.id);
-      }
-      // The seal goes in with the markers (no round trip of its own), and comes out with the COMMIT.
-      HandlerTransaction guard = HandlerTransaction.of(c, config.schema(), group);
-      Set<UUID> inserted = inbox.insertSealed(c, group, ids, streamIds, InboxQueries.PROCESSED, guard.token());
-      guard.sealedBy(!ids.isEmpty());
-      boolean savepoints = config.retries().failureIsolation() == FailureIsolation.SAVEPOINT_PER_MESSAGE
-          && txs.savepointsUndoHandlers();
-      if (batchHandler != null) {
-        List<InboundMessage> fresh = new ArrayList<>(inserted.size());
-        int only = -1;
-        for (int i = 0; i < u.candidates.size(); i++) {
-          Delivery d = u.candidates.get(i);
-          UUID id = d.message.messageId();
-          if (first.get(id) != d || !inserted.contains(id)) {
-            duplicates.add(d);
-          } else {
-            fresh.add(d.message);
-            handled.add(d);
-            only = i;
-          }
-        }
-        if (abandon.getAsBoolean()) {
-          throw new Abandoned(u);
-        }
-        if (!fresh.isEmpty()) {
-          try {
-            runBatchHandler(guard, fresh);
-          } catch (Exception e) {
-            if (abandon.getAsBoolean()) {
-              throw new Abandoned(u);
-            }
-            // One message: it is the culprit. Several: unknown, so bisect.
-            if (fresh.size() == 1 && (!Jdbc.transactionAborted(e) || HandlerTransaction.endedBy(e))) {
-              throw new HandlerFailed(only, e);
-            }
-            throw new Unattributable(e);
-          }
-        }
-      }
-      for (int i = 0; batchHandler == null && i < u.candidates.size(); i++) {
-        Delivery d = u.candidates.get(i);
-        UUID id = d.message.messageId();
-        if (first.get(id) != d || !inserted.contains(id)) {
-          duplicates.add(d);
-          continue;
-        }
-        if (abandon.getAsBoolean()) {
-          throw new Abandoned(u);
-        }
-        Savepoint sp = savepoints ? c.setSavepoint() : null;
-        try {
-          runHandler(guard, d.message);
-          if (sp != null) {
-            guard.release(sp);
-          }
-          handled.add(d);
-        } catch (Exception e) {
-          if (abandon.getAsBoolean()) {
-            throw new Abandoned(u); // interrupted by close: not the message's fault
-          }
-          if (HandlerTransaction.endedBy(e)) {
-            throw new HandlerFailed(i, e); // whatever the mode: no savepoint of this transaction is left to undo
-          }
-          if (sp == null) {
-            if (Jdbc.transactionAborted(e)) {
-              throw new Unattributable(e);
-            }
-            throw new HandlerFailed(i, e);
-          }
-          if (Blame.of(e) != Blame.MESSAGE) {
-            throw new Unattributable(e); // the whole transaction is redone or paused, not this message failed
-          }
-          guard.rollbackTo(sp);
-          inbox.delete(c, group, id);
-          if (isFinal(d, mode)) {
-            Dead x = new Dead(d, describe(e));
-            verdicts.writeDead(c, x);
-            dead.add(x);
-          } else {
-            failed.add(new Failure(d, e));
-          }
-        }
-      }
-      hook.at(ConsumerFaults.Point.BEFORE_COMMIT);
-      if (abandon.getAsBoolean()) {
-        throw new Abandoned(u);
-      }
-      txs.commit(guard);
-    } catch (Abandoned e) {
-      txs.rollback();
-      throw e;
-    } catch (HandlerFailed | Unattributable e) {
-      txs.rollback();
-      throw e;
-    } catch (SQLException | RuntimeException e) {
-      txs.rollback();
-      throw new Unattributable(e);
-    }
-    out.handled.addAll(handled);
-    out.duplicates.addAll(duplicates);
-    out.dead.addAll(dead);
-    out.lost.addAll(lost);
-    out.failed.addAll(failed);
-  }
-
-  /** The handler, with the message in the MDC for its log lines, on the guarded connection. */
-  private void runHandler(HandlerTransaction guard, InboundMessage message) throws Exception {
-    HandlerMdc mdc = HandlerMdc.of(message, group);
-    try {
-      guard.run("message " + message.messageId(), tx -> handler.handle(tx, message));
-    } finally {
-      mdc.close();
-    }
-  }
-
-  private void runBatchHandler(HandlerTransaction guard, List<InboundMessage> messages) throws Exception {
-    HandlerMdc mdc = HandlerMdc.ofBatch(config.topic().name(), group);
-    try {
-      guard.run("a batch of " + messages.size() + " message(s)", tx -> batchHandler.handle(tx, messages));
-    } finally {
-      mdc.close();
-    }
-  }
-
-  private boolean isFinal(Delivery d, Mode mode) {
-    return mode == Mode.DELIVERY && d.deliveries >= config.retries().maxDeliveries();
-  }
-
+  /** The error stored with a dead letter: its stack trace, cut at 8,000 characters. */
   static String describe(Throwable e) {
     StringWriter w = new StringWriter();
     e.printStackTrace(new PrintWriter(w));
