@@ -1,32 +1,34 @@
 package dev.handoff.consumer.internal;
 
+import static dev.handoff.consumer.internal.StreamReplies.bytes;
+import static dev.handoff.consumer.internal.StreamReplies.entries;
+import static dev.handoff.consumer.internal.StreamReplies.fields;
+import static dev.handoff.consumer.internal.StreamReplies.text;
+
 import dev.handoff.core.internal.AclErrors;
-import dev.handoff.core.internal.LuaScript;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import redis.clients.jedis.AbstractPipeline;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisClientConfig;
-import redis.clients.jedis.Response;
 import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.UnifiedJedis;
-import redis.clients.jedis.exceptions.JedisConnectionException;
 import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.params.XAutoClaimParams;
 import redis.clients.jedis.params.XReadGroupParams;
-import redis.clients.jedis.resps.StreamEntryBinary;
 
 /**
  * Every Redis command the stream consumer's workers send; with {@link StreamInspector} (the reads for status and
  * the inbox purge), the only classes that talk to Jedis. Two clients: one pool for
  * blocking reads, sized one connection per worker so a read never waits for a connection and never holds one
  * that other commands need, and one pool for everything else, with a finite wait. Both speak RESP2 so the raw
- * replies parsed here keep their shape.
+ * replies keep their shape ({@link StreamReplies} decodes them).
+ *
+ * <p>The group and the reads are here; the steps that depend on an entry's owner are {@link PendingEntryScripts}',
+ * the acknowledgements {@link StreamAcknowledger}'s, both on the pool for non-blocking commands.
  *
  * <p>Thread-safe.
  */
@@ -47,55 +49,6 @@ public final class RedisGroups implements AutoCloseable {
   /** One {@code XAUTOCLAIM} step: the cursor to continue from ({@code 0-0} = the pass is complete). */
   public record AutoClaim(String nextCursor, List<RawEntry> claimed, List<String> deletedIds) {}
 
-  // The owner check and the claim must be one atomic step, or a renewal could steal an entry that another
-  // consumer claimed an instant earlier (XCLAIM with min-idle 0 takes anything).
-  private static final LuaScript RENEW = LuaScript.of("stream-renew", """
-      local lost = {}
-      for i = 3, #ARGV do
-        local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
-        if p[1] ~= nil and p[1][2] == ARGV[2] then
-          redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
-        else
-          lost[#lost + 1] = ARGV[i]
-        end
-      end
-      return lost""");
-
-  // Backoff by idle-time reset: an entry with idle = minIdle - backoff becomes claimable after backoff. JUSTID so
-  // the delivery count is not bumped (the next claim bumps it, and that is the attempt that counts).
-  private static final LuaScript DEFER = LuaScript.of("stream-defer", """
-      local n = 0
-      for i = 3, #ARGV, 2 do
-        local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
-        if p[1] ~= nil and p[1][2] == ARGV[2] then
-          redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'IDLE', ARGV[i + 1], 'JUSTID')
-          n = n + 1
-        end
-      end
-      return n""");
-
-  private static final LuaScript COUNTS = LuaScript.of("stream-delivery-counts", """
-      local out = {}
-      for i = 3, #ARGV do
-        local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
-        if p[1] ~= nil and p[1][2] == ARGV[2] then out[#out + 1] = p[1][4] else out[#out + 1] = -1 end
-      end
-      return out""");
-
-  // Deleting a consumer with pending entries would orphan them for good (XGROUP DELCONSUMER drops them from the
-  // group's PEL), so the check and the delete run as one step.
-  private static final LuaScript DELETE_IDLE_CONSUMER = LuaScript.of("stream-delete-idle-consumer", """
-      local p = redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2])
-      if #p == 0 then return redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2]) end
-      return -1""");
-
-  /** The scripts a stream consumer runs, for the check that its ACL rule grants what they call. */
-  static List<LuaScript> scripts() {
-    return List.of(RENEW, DEFER, COUNTS, DELETE_IDLE_CONSUMER);
-  }
-
-  // Counts up to ARGV[2] entries after ARGV[1] server-side, so only the count and the last ID cross the wire. One
-  // call is one page: a long scan is many short scripts, never one that holds Redis for the whole count.
   /** On a cluster a blocking read covers one shard, so it returns this soon to look at the others again. */
   private static final Duration CLUSTER_BLOCK = Duration.ofMillis(100);
 
@@ -104,6 +57,8 @@ public final class RedisGroups implements AutoCloseable {
   private final boolean cluster;
   private final byte[] group;
   private final String groupName;
+  private final PendingEntryScripts pending;
+  private final StreamAcknowledger acknowledger;
 
   public RedisGroups(HostAndPort server, Set<HostAndPort> cluster, JedisClientConfig base, String group, int workers,
       Duration block, Duration poolWait) {
@@ -113,6 +68,8 @@ public final class RedisGroups implements AutoCloseable {
     // Workers ack and run scripts, the lease keeper renews, status and admin calls come from the application.
     this.commands = RedisConnections.commands(server, cluster, base, workers + 3, poolWait);
     this.readers = RedisConnections.blockingReaders(server, cluster, base, workers, block, poolWait);
+    this.pending = new PendingEntryScripts(commands, group);
+    this.acknowledger = new StreamAcknowledger(commands, group);
   }
 
   /**
@@ -218,110 +175,32 @@ public final class RedisGroups implements AutoCloseable {
     return new AutoClaim(next, claimed, deleted);
   }
 
-  /** Delivery count of each ID if {@code consumer} owns it, else -1. */
+  /** Delivery count of each ID if {@code consumer} owns it, else -1; see {@link PendingEntryScripts}. */
   public long[] deliveryCounts(String streamKey, String consumer, List<String> ids) {
-    List<?> reply = (List<?>) eval(COUNTS, streamKey, consumer, ids);
-    long[] out = new long[ids.size()];
-    for (int i = 0; i < out.length; i++) {
-      out[i] = ((Number) reply.get(i)).longValue();
-    }
-    return out;
+    return pending.deliveryCounts(streamKey, consumer, ids);
   }
 
   /** Resets the idle time of the entries {@code consumer} still owns; returns the IDs it no longer owns. */
   public List<String> renew(String streamKey, String consumer, List<String> ids) {
-    List<?> reply = (List<?>) eval(RENEW, streamKey, consumer, ids);
-    List<String> lost = new ArrayList<>(reply.size());
-    for (Object o : reply) {
-      lost.add(text(o));
-    }
-    return lost;
+    return pending.renew(streamKey, consumer, ids);
   }
 
   /** Sets each owned entry's idle time to the given milliseconds; returns how many it still owned. */
   public long defer(String streamKey, String consumer, Map<String, Long> idleMillisById) {
-    List<String> args = new ArrayList<>(idleMillisById.size() * 2);
-    idleMillisById.forEach((id, idle) -> {
-      args.add(id);
-      args.add(Long.toString(idle));
-    });
-    return ((Number) eval(DEFER, streamKey, consumer, args)).longValue();
+    return pending.defer(streamKey, consumer, idleMillisById);
   }
 
   /** Deletes {@code consumer} from the group if it has nothing pending; -1 if it still has. */
   public long deleteConsumerIfIdle(String streamKey, String consumer) {
-    return ((Number) eval(DELETE_IDLE_CONSUMER, streamKey, consumer, List.of())).longValue();
-  }
-
-  public long ack(String streamKey, List<String> ids) {
-    if (ids.isEmpty()) {
-      return 0;
-    }
-    try {
-      return RedisConnections.onceMoreOnBrokenConnection(commands,
-          () -> commands.xack(bytes(streamKey), group, rawIds(ids)));
-    } catch (JedisDataException e) {
-      throw AclErrors.direct(e, "XACK", List.of(streamKey));
-    }
-  }
-
-  /** Acknowledges the entries of several streams in one round trip; returns how many Redis acknowledged. */
-  public long ackAll(Map<String, List<String>> idsByStream) {
-    if (idsByStream.size() <= 1) {
-      long acked = 0;
-      for (Map.Entry<String, List<String>> e : idsByStream.entrySet()) {
-        acked += ack(e.getKey(), e.getValue());
-      }
-      return acked;
-    }
-    try {
-      return ackPipelined(idsByStream);
-    } catch (JedisDataException e) {
-      throw AclErrors.direct(e, "XACK", List.copyOf(idsByStream.keySet()));
-    }
+    return pending.deleteConsumerIfIdle(streamKey, consumer);
   }
 
   /**
-   * A cluster's pipeline logs a node's connection failure and leaves that node's replies unset instead of throwing
-   * (Jedis's {@code MultiNodePipelineBase.sync}); an unset reply is therefore that outage, and is thrown as one,
-   * naming the streams whose acknowledgement may not have happened.
+   * Acknowledges the entries of several streams in one round trip; returns how many Redis acknowledged. See
+   * {@link StreamAcknowledger}.
    */
-  private long ackPipelined(Map<String, List<String>> idsByStream) {
-    return RedisConnections.onceMoreOnBrokenConnection(commands, () -> {
-      List<String> keys = new ArrayList<>(idsByStream.size());
-      List<Response<Long>> replies = new ArrayList<>(idsByStream.size());
-      try (AbstractPipeline p = commands.pipelined()) {
-        idsByStream.forEach((key, ids) -> {
-          if (!ids.isEmpty()) {
-            keys.add(key);
-            replies.add(p.xack(bytes(key), group, rawIds(ids)));
-          }
-        });
-        p.sync();
-      }
-      long acked = 0;
-      List<String> unanswered = new ArrayList<>();
-      for (int i = 0; i < replies.size(); i++) {
-        try {
-          acked += replies.get(i).get();
-        } catch (IllegalStateException noReply) {
-          unanswered.add(keys.get(i));
-        }
-      }
-      if (!unanswered.isEmpty()) {
-        throw new JedisConnectionException("no reply to XACK on " + unanswered + " of group '" + groupName
-            + "': the connection to their node failed during the pipeline");
-      }
-      return acked;
-    });
-  }
-
-  private static byte[][] rawIds(List<String> ids) {
-    byte[][] raw = new byte[ids.size()][];
-    for (int i = 0; i < raw.length; i++) {
-      raw[i] = bytes(ids.get(i));
-    }
-    return raw;
+  public long ackAll(Map<String, List<String>> idsByStream) {
+    return acknowledger.ackAll(idsByStream);
   }
 
   /** Up to {@code count} entries after {@code afterId} (exclusive), for replays. */
@@ -340,57 +219,12 @@ public final class RedisGroups implements AutoCloseable {
     return out;
   }
 
-  private Object eval(LuaScript script, String streamKey, String consumer, List<String> rest) {
-    List<String> args = new ArrayList<>(rest.size() + 2);
-    args.add(groupName);
-    args.add(consumer);
-    args.addAll(rest);
-    try {
-      return script.runText(commands, List.of(streamKey), args);
-    } catch (JedisDataException e) {
-      throw translate(e, streamKey);
-    }
-  }
-
   static RuntimeException translate(JedisDataException e, String where) {
     String message = e.getMessage();
     if (message != null && message.contains("NOGROUP")) {
       return new GroupMissingException("consumer group is missing on " + where + ": " + message, e);
     }
     return e;
-  }
-
-  private static List<RawEntry> entries(List<Map.Entry<byte[], List<StreamEntryBinary>>> reply) {
-    if (reply == null) {
-      return List.of();
-    }
-    List<RawEntry> out = new ArrayList<>();
-    for (Map.Entry<byte[], List<StreamEntryBinary>> stream : reply) {
-      String key = text(stream.getKey());
-      for (StreamEntryBinary e : stream.getValue()) {
-        out.add(new RawEntry(key, e.getID().toString(), e.getFields()));
-      }
-    }
-    return out;
-  }
-
-  private static Map<byte[], byte[]> fields(List<?> flat) {
-    if (flat == null) {
-      return null;
-    }
-    Map<byte[], byte[]> out = new LinkedHashMap<>(flat.size());
-    for (int i = 0; i + 1 < flat.size(); i += 2) {
-      out.put((byte[]) flat.get(i), (byte[]) flat.get(i + 1));
-    }
-    return out;
-  }
-
-  static byte[] bytes(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
-  }
-
-  static String text(Object o) {
-    return o instanceof byte[] b ? new String(b, StandardCharsets.UTF_8) : String.valueOf(o);
   }
 
   /** The pool for non-blocking commands, shared with {@link StreamInspector}. */

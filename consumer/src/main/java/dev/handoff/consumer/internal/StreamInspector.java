@@ -24,6 +24,8 @@ import redis.clients.jedis.resps.StreamPendingEntry;
  */
 final class StreamInspector {
 
+  // Counts up to ARGV[2] entries after ARGV[1] server-side, so only the count and the last ID cross the wire. One
+  // call is one page: a long scan is many short scripts, never one that holds Redis for the whole count.
   private static final LuaScript COUNT_PAGE = LuaScript.of("status-count-page", """
       local r = redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', tonumber(ARGV[2]))
       if #r == 0 then return {0, ARGV[1]} end
@@ -113,14 +115,15 @@ final class StreamInspector {
   /** The oldest retained entry's ID, or {@code null} when the stream is empty or missing. */
   String firstEntryId(String streamKey) {
     List<Object> reply = AclErrors.call("XRANGE", List.of(streamKey),
-        () -> commands.xrange(RedisGroups.bytes(streamKey), RedisGroups.bytes("-"), RedisGroups.bytes("+"), 1));
-    return reply.isEmpty() ? null : RedisGroups.text(((List<?>) reply.get(0)).get(0));
+        () -> commands.xrange(StreamReplies.bytes(streamKey), StreamReplies.bytes("-"), StreamReplies.bytes("+"), 1));
+    return reply.isEmpty() ? null : StreamReplies.text(((List<?>) reply.get(0)).get(0));
   }
 
   String lastEntryId(String streamKey) {
     List<Object> reply = AclErrors.call("XREVRANGE", List.of(streamKey),
-        () -> commands.xrevrange(RedisGroups.bytes(streamKey), RedisGroups.bytes("+"), RedisGroups.bytes("-"), 1));
-    return reply.isEmpty() ? null : RedisGroups.text(((List<?>) reply.get(0)).get(0));
+        () -> commands.xrevrange(StreamReplies.bytes(streamKey), StreamReplies.bytes("+"), StreamReplies.bytes("-"),
+            1));
+    return reply.isEmpty() ? null : StreamReplies.text(((List<?>) reply.get(0)).get(0));
   }
 
   /** The stream's last-generated ID (the top, even when the entries were trimmed away). */
@@ -159,7 +162,7 @@ final class StreamInspector {
       if (n < want) {
         return new long[] {counted, 0};
       }
-      cursor = RedisGroups.text(page.get(1));
+      cursor = StreamReplies.text(page.get(1));
     }
     return new long[] {counted, ((Number) countPage(streamKey, cursor, 1).get(0)).longValue()};
   }

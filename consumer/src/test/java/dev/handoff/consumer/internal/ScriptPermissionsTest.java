@@ -15,8 +15,8 @@ class ScriptPermissionsTest {
 
   @Test
   void theStreamConsumersScriptsCallOnlyWhatItsRuleGrants() {
-    assertGranted(RedisAcl.streamConsumer("handoff"), RedisGroups.scripts());
-    assertThat(RedisGroups.scripts()).extracting(LuaScript::name)
+    assertGranted(RedisAcl.streamConsumer("handoff"), PendingEntryScripts.scripts());
+    assertThat(PendingEntryScripts.scripts()).extracting(LuaScript::name)
         .containsExactly("stream-renew", "stream-defer", "stream-delivery-counts", "stream-delete-idle-consumer");
   }
 
@@ -33,7 +33,7 @@ class ScriptPermissionsTest {
 
   @Test
   void aScriptKnowsItsCommandsLineByLineWithSubcommands() {
-    LuaScript deleteIdle = RedisGroups.scripts().get(3);
+    LuaScript deleteIdle = PendingEntryScripts.scripts().get(3);
     assertThat(deleteIdle.commands()).containsExactly("XGROUP|DELCONSUMER", "XPENDING");
   }
 

@@ -49,7 +49,8 @@ class ScriptSlotsTest {
 
   /** Every LuaScript field of the consumer module, by {@code Class.FIELD}. */
   private static final Set<String> SCRIPT_FIELDS = Set.of(
-      "RedisGroups.RENEW", "RedisGroups.DEFER", "RedisGroups.COUNTS", "RedisGroups.DELETE_IDLE_CONSUMER",
+      "PendingEntryScripts.RENEW", "PendingEntryScripts.DEFER", "PendingEntryScripts.COUNTS",
+      "PendingEntryScripts.DELETE_IDLE_CONSUMER",
       "ListQueues.TAKE", "ListQueues.ACK", "ListQueues.COUNT_FAILED", "ListQueues.HEARTBEAT", "ListQueues.REAP",
       "ListQueues.LOWEST_HELD", "ListQueues.HOLDERS", "StreamInspector.COUNT_PAGE", "StreamRewinder.REWIND",
       "StreamRewinder.PUT_BACK", "StreamCounts.COUNT_RANGE");
@@ -93,7 +94,7 @@ class ScriptSlotsTest {
     assertThat(factoryCalls(Path.of("src/main/java"))).as("LuaScript/ListScripts factory calls in src/main/java")
         .isEqualTo(SCRIPT_FIELDS.size());
     // The lists the ACL check uses name every script too, so ScriptPermissionsTest covers the same set.
-    List<LuaScript> listed = new ArrayList<>(RedisGroups.scripts());
+    List<LuaScript> listed = new ArrayList<>(PendingEntryScripts.scripts());
     listed.addAll(ListQueues.consumerScripts());
     listed.addAll(ListQueues.statusScripts());
     listed.addAll(StreamInspector.scripts());
