@@ -1,5 +1,6 @@
 package dev.handoff.consumer.internal;
 
+import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.PollResult;
 import dev.handoff.consumer.internal.Settled.Failure;
 import dev.handoff.core.ListFormat;
@@ -97,6 +98,7 @@ final class ListWorker extends DeliveryWorker {
 
   @Override
   PollResult step(boolean blocking) {
+    shared.collaborators().faults().at(ConsumerFaults.Point.BEFORE_READ);
     raw.clear(); // what a step that failed before settling had taken
     List<Delivery> batch = new ArrayList<>();
     if (!ownReplayed) {
