@@ -44,7 +44,6 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   private final List<String> listKeys = new ArrayList<>();
   private final ListWorker[] workers;
   private final ConsumerConfig.ListSettings listSettings;
-  private volatile boolean halted;
 
   /**
    * @param config settings with {@link ConsumerConfig.ListSettings}
@@ -67,23 +66,13 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
     DeliveryWorker.Shared shared = sharedByWorkers(redis::dropIdleConnections);
     this.workers = new ListWorker[reading.workers()];
     for (int i = 0; i < workers.length; i++) {
-      workers[i] = new ListWorker(shared, i, redis, listKeys, () -> halted);
+      workers[i] = new ListWorker(shared, i, redis, listKeys);
     }
     log.info("List consumer of group '{}' on topic '{}' ({} shard(s)) configured: consumer {}, {} worker(s) x batch"
             + " {}, block {}, heartbeat ttl {} every {}, reaper every {}, maxDeliveries {}",
         config.group(), config.topic().name(), listKeys.size(), config.consumerName(), reading.workers(),
         reading.batchSize(), reading.block(), listSettings.heartbeatTtl(), listSettings.heartbeatInterval(),
         listSettings.reapInterval(), config.retries().maxDeliveries());
-  }
-
-  /**
-   * Test-only: stops everything as a killed process would: no more heartbeats, nothing returned, nothing
-   * unregistered. Its processing lists are left for the reaper of another consumer.
-   */
-  public void halt() {
-    halted = true;
-    stopNow();
-    redis.close();
   }
 
   @Override
