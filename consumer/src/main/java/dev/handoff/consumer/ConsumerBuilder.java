@@ -239,7 +239,8 @@ public abstract class ConsumerBuilder<B extends ConsumerBuilder<B>> {
 
   /**
    * A hook called where a crash matters (inside the batch transaction, and after its commit before the
-   * acknowledgement), so that a test or a demo can freeze, fail or end a worker there; see {@link ConsumerFaults}.
+   * acknowledgement; a list consumer also before each read, heartbeat renewal, reaper pass, and before close gives
+   * back), so that a test or a demo can freeze, fail or end a worker there; see {@link ConsumerFaults}.
    * Defaults to {@link ConsumerFaults#NONE}.
    */
   public B faults(ConsumerFaults faults) {

@@ -57,7 +57,7 @@ class ConsumerHealthTest {
         throw new StackOverflowError("a thread killed by an Error, after its commit");
       }
       Thread k = killed.get();
-      if (k != null && me != k && me.getName().equals(k.getName())) {
+      if (k != null && me != k && me.getName().equals(k.getName()) && point == ConsumerFaults.Point.BEFORE_COMMIT) {
         replacementInBatch.countDown();
         try {
           release.await(DEADLINE.toMillis(), TimeUnit.MILLISECONDS);

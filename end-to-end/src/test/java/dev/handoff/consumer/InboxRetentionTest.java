@@ -12,6 +12,7 @@ import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import dev.handoff.testkit.ConsumerTestKit;
+import dev.handoff.testkit.KillSwitch;
 import dev.handoff.testkit.SimulatedCrash;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
@@ -107,15 +108,16 @@ class InboxRetentionTest {
       // heartbeat keeps the survivor's reaper off them until the test lets it go)
       ids.addAll(append(null, f.topic, 2));
       TransportSide.publishAll(env, relay);
-      ListConsumer doomed = TransportSide.listConsumer(env, f, "lw")
-          .consumerName("doomed").batchSize(2).heartbeatTtl(Duration.ofSeconds(60))
-          .heartbeatInterval(Duration.ofSeconds(10)).handler(effect).faults(point -> {
+      KillSwitch process = ConsumerTestKit.killSwitch(point -> {
         if (point == ConsumerFaults.Point.AFTER_COMMIT) {
           throw new SimulatedCrash("after commit, before LREM");
         }
-      }).build();
+      });
+      ListConsumer doomed = TransportSide.listConsumer(env, f, "lw")
+          .consumerName("doomed").batchSize(2).heartbeatTtl(Duration.ofSeconds(60))
+          .heartbeatInterval(Duration.ofSeconds(10)).handler(effect).faults(process).build();
       assertThatThrownBy(doomed::pollOnce).isInstanceOf(SimulatedCrash.class);
-      ConsumerTestKit.kill(doomed);
+      process.kill();
       assertThat(env.redis().llen(doomedProcessing)).isEqualTo(2);
       // rows 8-9: consumed, then row 8 pushed again (a duplicate push) and not yet taken
       ids.addAll(append(null, f.topic, 2));
@@ -163,6 +165,7 @@ class InboxRetentionTest {
       assertThat(drained.deleted()).isEqualTo(2);
       assertThat(drained.keptAny()).isFalse();
       assertThat(f.inboxCount("lw")).isZero();
+      doomed.close(); // frees the frozen consumer's thread and connections
     }
     assertThat(f.effectCount("lw")).isEqualTo(10);
     assertThat(f.doubleEffects("lw")).isZero();

@@ -17,6 +17,7 @@ import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.LogCapture;
 import dev.handoff.testing.TestEnvironment;
 import dev.handoff.testkit.ConsumerTestKit;
+import dev.handoff.testkit.KillSwitch;
 import dev.handoff.testkit.SimulatedCrash;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -29,6 +30,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.args.ListDirection;
@@ -88,13 +90,14 @@ class ListConsumerTest {
       assertThat(relay.relayOnce().published()).isEqualTo(3);
     }
     String list = list(f.topic);
-    ListConsumer crashed = consumer(f).consumerName("a").faults(point -> {
+    KillSwitch process = ConsumerTestKit.killSwitch(point -> {
       if (point == ConsumerFaults.Point.BEFORE_COMMIT) {
         throw new SimulatedCrash("after BLMOVE, before commit");
       }
-    }).build();
+    });
+    ListConsumer crashed = consumer(f).consumerName("a").faults(process).build();
     assertThatThrownBy(crashed::pollOnce).isInstanceOf(SimulatedCrash.class);
-    ConsumerTestKit.kill(crashed);
+    process.kill();
     String processingA = ListFormat.processingKey(list, "a-0");
     assertThat(env.redis().llen(list)).isZero();
     assertThat(env.redis().llen(processingA)).isEqualTo(3);
@@ -129,6 +132,63 @@ class ListConsumerTest {
     }
     assertThat(deliveries).containsExactly(2L, 2L, 2L); // the dead consumer's attempt counted once each
     assertThat(env.redis().exists(ListFormat.deliveriesKey(list))).isFalse();
+    crashed.close(); // frees the frozen consumer's thread and connections
+  }
+
+  @Test
+  void aKilledRunningConsumerTakesNothingMoreRenewsNoHeartbeatAndGivesNothingBackSoAPeerReapsItsElements()
+      throws Exception {
+    Fixture f = new Fixture(env, "killed-running");
+    List<UUID> ids = new ArrayList<>(append(f.topic, 3, i -> "m"));
+    String list = list(f.topic);
+    String processing0 = ListFormat.processingKey(list, "a-0");
+    String processing1 = ListFormat.processingKey(list, "a-1");
+    // The process dies right after its first commit, before its LREM: the hook kills it from the worker's thread.
+    AtomicReference<KillSwitch> process = new AtomicReference<>();
+    AtomicBoolean killing = new AtomicBoolean();
+    process.set(ConsumerTestKit.killSwitch(point -> {
+      if (point == ConsumerFaults.Point.AFTER_COMMIT && killing.compareAndSet(false, true)) {
+        process.get().kill();
+      }
+    }));
+    try (Relay relay = relay(f.topic, 100).build()) {
+      assertThat(relay.relayOnce().published()).isEqualTo(3);
+      ListConsumer killed = consumer(f).consumerName("a").workers(2).faults(process.get()).build();
+      killed.start();
+      // Both workers and the housekeeping thread (heartbeats, reaper, worker check) stop at their next point.
+      ConsumerTestKit.await("the killed consumer's three threads frozen", Duration.ofSeconds(10),
+          () -> process.get().frozenThreads() == 3);
+      ids.addAll(append(f.topic, 2, i -> "n"));
+      assertThat(relay.relayOnce().published()).isEqualTo(2);
+      assertThat(f.effectCount("g")).isEqualTo(3);
+      assertThat(env.redis().llen(processing0) + env.redis().llen(processing1)).isEqualTo(3);
+
+      // close ends the frozen threads (abandoned: not clean) and gives nothing back
+      assertThat(killed.close(Duration.ofMillis(100))).isFalse();
+      ConsumerTestKit.await("the frozen threads ended by close", Duration.ofSeconds(10),
+          () -> process.get().frozenThreads() == 0);
+      assertThat(env.redis().llen(list)).isEqualTo(2);
+      assertThat(env.redis().llen(processing0) + env.redis().llen(processing1)).isEqualTo(3);
+      assertThat(env.redis().hlen(ListFormat.consumersKey(list))).isEqualTo(2);
+
+      // Its heartbeats, renewed by no one since the freeze, run out: deleted here rather than waited out.
+      assertThat(env.redis().del(ListFormat.heartbeatKey(processing0), ListFormat.heartbeatKey(processing1)))
+          .isEqualTo(2);
+      PollResult total = PollResult.EMPTY;
+      try (ListConsumer other = consumer(f).consumerName("b").build()) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (total.handled() + total.duplicates() < 5 && System.nanoTime() < deadline) {
+          total = total.plus(other.pollOnce());
+        }
+      }
+      assertThat(total.duplicates()).as("the killed consumer's committed batch").isEqualTo(3);
+      assertThat(total.handled()).as("what it did not take after the kill").isEqualTo(2);
+    }
+    assertThat(env.redis().llen(list)).isZero();
+    assertThat(env.redis().llen(processing0) + env.redis().llen(processing1)).isZero();
+    for (UUID id : ids) {
+      assertThat(f.effectCount("g", id)).isEqualTo(1);
+    }
   }
 
   @Test
@@ -169,13 +229,14 @@ class ListConsumerTest {
       relay.relayOnce();
     }
     String list = list(f.topic);
-    ListConsumer crashed = consumer(f).consumerName("a").faults(point -> {
+    KillSwitch process = ConsumerTestKit.killSwitch(point -> {
       if (point == ConsumerFaults.Point.AFTER_COMMIT) {
         throw new SimulatedCrash("after commit, before LREM");
       }
-    }).build();
+    });
+    ListConsumer crashed = consumer(f).consumerName("a").faults(process).build();
     assertThatThrownBy(crashed::pollOnce).isInstanceOf(SimulatedCrash.class);
-    ConsumerTestKit.kill(crashed);
+    process.kill();
     assertThat(f.effectCount("g")).isEqualTo(3);
     assertThat(env.redis().llen(ListFormat.processingKey(list, "a-0"))).isEqualTo(3);
     // The dead process's heartbeat runs out: deleted here rather than waited out.
@@ -197,6 +258,7 @@ class ListConsumerTest {
     for (UUID id : ids) {
       assertThat(f.effectCount("g", id)).isEqualTo(1);
     }
+    crashed.close(); // frees the frozen consumer's thread and connections
   }
 
   @Test

@@ -18,6 +18,7 @@ import dev.handoff.relay.RelayListener;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import dev.handoff.testkit.ConsumerTestKit;
+import dev.handoff.testkit.KillSwitch;
 import dev.handoff.testkit.SimulatedCrash;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -333,6 +334,7 @@ abstract class LedgerEndToEndTest {
     private final AtomicLong mostBacklog = new AtomicLong();
     private final AtomicBoolean sampling = new AtomicBoolean(true);
     private final Thread sampler = new Thread(this::sample, "sampler");
+    private KillSwitch aProcess;
     private LedgerConsumer a;
     private LedgerConsumer restarted;
 
@@ -354,7 +356,7 @@ abstract class LedgerEndToEndTest {
     void start() {
       // Once a third of the payments are handled by either consumer (not by a alone, which may get less than its
       // half of them), a dies at its next commit.
-      a = listConsumer("a", point -> {
+      aProcess = ConsumerTestKit.killSwitch(point -> {
         if (point == ConsumerFaults.Point.AFTER_COMMIT && total(ConsumerCounters::handled) >= payments / 3
             && killing.compareAndSet(false, true)) {
           heldAtKill.set(heldBy("a-0") + heldBy("a-1"));
@@ -362,6 +364,7 @@ abstract class LedgerEndToEndTest {
           throw new SimulatedCrash("after commit, before LREM");
         }
       });
+      a = listConsumer("a", aProcess);
       LedgerConsumer b = listConsumer("b", ConsumerFaults.NONE);
       a.start();
       b.start();
@@ -372,7 +375,7 @@ abstract class LedgerEndToEndTest {
     @Override
     void afterPayments() {
       await().dontCatchUncaughtExceptions().atMost(Duration.ofSeconds(30)).until(killed::get);
-      ConsumerTestKit.kill(a.listConsumer()); // the process dies: no heartbeats, its lists stay as they are
+      aProcess.kill(); // the process dies: no heartbeats, its lists stay as they are
       a.close(Duration.ofSeconds(1));
       restarted = listConsumer("a", ConsumerFaults.NONE);
       restarted.start();

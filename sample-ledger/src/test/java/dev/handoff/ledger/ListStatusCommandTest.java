@@ -9,6 +9,7 @@ import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import dev.handoff.testkit.ConsumerTestKit;
+import dev.handoff.testkit.KillSwitch;
 import dev.handoff.testkit.SimulatedCrash;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
@@ -46,6 +47,11 @@ class ListStatusCommandTest {
       relay.relayOnce();
     }
     relay.close();
+    KillSwitch process = ConsumerTestKit.killSwitch(point -> {
+      if (point == ConsumerFaults.Point.AFTER_COMMIT) {
+        throw new SimulatedCrash("after commit");
+      }
+    });
     LedgerConsumer ledger = LedgerConsumer.builder(env.dataSource(), env.redisSpec())
         .transport(Transport.LIST)
         .schema(env.schema())
@@ -55,11 +61,7 @@ class ListStatusCommandTest {
         .batchSize(2)
         .minIdle(Duration.ofMinutes(5))
         .persistStats(false)
-        .faults(point -> {
-          if (point == ConsumerFaults.Point.AFTER_COMMIT) {
-            throw new SimulatedCrash("after commit");
-          }
-        })
+        .faults(process)
         .build();
     assertThatThrownBy(() -> ledger.listConsumer().pollOnce()).isInstanceOf(SimulatedCrash.class);
 
@@ -79,12 +81,13 @@ class ListStatusCommandTest {
         "\"processing\":{\"stuck-0\":2},\"alive\":{\"stuck-0\":true},\"oldestInProcessingMillis\":",
         "\"capacity\":5}");
 
-    // when the consumer's process is gone for good (halted: no heartbeat) and its heartbeat key expires
-    ConsumerTestKit.kill(ledger.listConsumer());
+    // when the consumer's process is gone for good (killed: no heartbeat) and its heartbeat key expires
+    process.kill();
     env.redis().keys(env.keyPrefix() + ":*:alive").forEach(k -> env.redis().del(k));
 
     // then status says it is not alive, with what it still holds
     assertThat(t.handoff("status", "--topic", PaymentEvents.TOPIC, "--group", "ledger").out())
         .contains("in processing {stuck-0=2 dead}");
+    ledger.close(); // frees the frozen consumer's thread and connections
   }
 }

@@ -62,10 +62,7 @@ class ProductionSourcesTest {
         }
       });
     }
-    // The one door left: ConsumerTestKit.kill(ListConsumer) stops a list consumer as a killed process would (no
-    // heartbeat, nothing given back), which no public call does. Open in issue 28's note.
-    assertThat(offenders).containsOnly(
-        "testkit/src/main/java/dev/handoff/testkit/ConsumerTestKit.java imports dev.handoff.consumer.internal");
+    assertThat(offenders).isEmpty();
   }
 
   @Test

@@ -1,5 +1,6 @@
 package dev.handoff.testkit;
 
+import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.HandoffConsumer;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.ListConsumer;
@@ -7,7 +8,6 @@ import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.PollResult;
 import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.StreamConsumer;
-import dev.handoff.consumer.internal.DefaultListConsumer;
 import dev.handoff.consumer.status.ConsumerStatus;
 import dev.handoff.consumer.status.DeadLetter;
 import dev.handoff.consumer.status.ListStatus;
@@ -35,6 +35,8 @@ import javax.sql.DataSource;
  * ConsumerTestKit.assertReplayChangesNothing(consumer);                    // replays every retained entry
  * ConsumerTestKit.assertReplayChangesNothing(consumer, OutboxRange.all()); // replays the outbox
  * DataSource appData = ConsumerTestKit.strict(dataSource);                 // give this to the handler's code
+ * KillSwitch process = ConsumerTestKit.killSwitch();                       // a list consumer's faults(...), then
+ * process.kill();                                                          // it is, to its peers, a dead process
  * }</pre>
  *
  * <p><b>Strict mode.</b> A handler must write through the connection it was given: a write through any other
@@ -199,11 +201,17 @@ public final class ConsumerTestKit {
   }
 
   /**
-   * Stops a list consumer as a killed process would: its workers and heartbeats stop at once, and it gives back
-   * nothing and unregisters nothing, so its processing lists wait for another consumer's reaper. For fault tests.
+   * A fault hook that can kill the {@link ListConsumer} built with it as its process would be killed: give it to the
+   * builder's {@code faults(...)}, then call {@link KillSwitch#kill()}. Until then it passes every point to
+   * {@code faults}. See {@link KillSwitch} for what a killed consumer does and does not do.
    */
-  public static void kill(ListConsumer consumer) {
-    ((DefaultListConsumer) consumer).halt();
+  public static KillSwitch killSwitch(ConsumerFaults faults) {
+    return new KillSwitch(faults);
+  }
+
+  /** {@link #killSwitch(ConsumerFaults)} with no faults of the test's own before the kill. */
+  public static KillSwitch killSwitch() {
+    return new KillSwitch(ConsumerFaults.NONE);
   }
 
   /**

@@ -346,23 +346,6 @@ abstract class AbstractConsumer extends ConsumerOperations {
    */
   protected abstract void afterWorkersStopped(boolean used, boolean clean);
 
-  /** Stops everything at once, without waiting and without the subclass's clean-up, as a killed process would. */
-  protected final void stopNow() {
-    state.set(State.CLOSED);
-    closed.complete(false);
-    stopping.countDown();
-    MetricsRefresher.close(metrics);
-    upkeep.close(Duration.ZERO);
-    synchronized (this) {
-      if (housekeeping != null) {
-        housekeeping.shutdownNow();
-      }
-    }
-    for (Thread t : threads) {
-      t.interrupt();
-    }
-  }
-
   private static void joinUntil(Thread t, long endNanos) {
     long left = endNanos - System.nanoTime();
     if (left <= 0) {

@@ -2,6 +2,7 @@ package dev.handoff.consumer.internal;
 
 import dev.handoff.consumer.ConsumerConfig;
 import dev.handoff.consumer.ConsumerException;
+import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.InboxPurgeRefusedException;
 import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.PollResult;
@@ -43,7 +44,6 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
   private final List<String> listKeys = new ArrayList<>();
   private final ListWorker[] workers;
   private final ConsumerConfig.ListSettings listSettings;
-  private volatile boolean halted;
 
   /**
    * @param config settings with {@link ConsumerConfig.ListSettings}
@@ -66,23 +66,13 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
     DeliveryWorker.Shared shared = sharedByWorkers(redis::dropIdleConnections);
     this.workers = new ListWorker[reading.workers()];
     for (int i = 0; i < workers.length; i++) {
-      workers[i] = new ListWorker(shared, i, redis, listKeys, () -> halted);
+      workers[i] = new ListWorker(shared, i, redis, listKeys);
     }
     log.info("List consumer of group '{}' on topic '{}' ({} shard(s)) configured: consumer {}, {} worker(s) x batch"
             + " {}, block {}, heartbeat ttl {} every {}, reaper every {}, maxDeliveries {}",
         config.group(), config.topic().name(), listKeys.size(), config.consumerName(), reading.workers(),
         reading.batchSize(), reading.block(), listSettings.heartbeatTtl(), listSettings.heartbeatInterval(),
         listSettings.reapInterval(), config.retries().maxDeliveries());
-  }
-
-  /**
-   * Test-only: stops everything as a killed process would: no more heartbeats, nothing returned, nothing
-   * unregistered. Its processing lists are left for the reaper of another consumer.
-   */
-  public void halt() {
-    halted = true;
-    stopNow();
-    redis.close();
   }
 
   @Override
@@ -160,6 +150,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
 
   private void beatQuietly() {
     try {
+      collaborators.faults().at(ConsumerFaults.Point.BEFORE_HEARTBEAT);
       beat();
     } catch (RuntimeException e) {
       log.warn("List consumer {}: heartbeat failed ({}); the reaper may return this consumer's elements if it"
@@ -184,6 +175,7 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
 
   private void reapQuietly() {
     try {
+      collaborators.faults().at(ConsumerFaults.Point.BEFORE_REAP);
       reap();
     } catch (RuntimeException e) {
       log.debug("reaper pass failed", e);
@@ -260,26 +252,49 @@ public final class DefaultListConsumer extends AbstractConsumer implements ListC
 
   @Override
   protected void afterWorkersStopped(boolean used, boolean clean) {
-    if (used) {
-      // Whatever this consumer still holds (abandoned, or waiting for a retry) goes back to the head now, rather than
-      // after the heartbeat TTL; the registrations and heartbeats go too.
-      for (ListWorker w : workers) {
-        for (String list : listKeys) {
-          try {
-            long returned =
-                redis.reap(list, listSettings.heartbeatTtl().multipliedBy(10), w.processing.get(list)).returned();
-            if (returned > 0) {
-              log.info("List consumer {}: returned {} unfinished element(s) to the head of {}", w.name, returned,
-                  list);
-            }
-          } catch (RuntimeException e) {
-            log.warn("List consumer {}: could not return its elements of {} ({}); the reaper of another consumer"
-                + " will after {}", w.name, list, e.toString(), listSettings.heartbeatTtl());
+    try {
+      if (used && mayGiveBack()) {
+        giveBack();
+      }
+    } finally {
+      redis.close();
+    }
+  }
+
+  /**
+   * Whether the fault hook lets close give back: one that throws at {@link ConsumerFaults.Point#BEFORE_GIVE_BACK}
+   * stands for a process that died while closing, whose elements only a reaper returns.
+   */
+  private boolean mayGiveBack() {
+    try {
+      collaborators.faults().at(ConsumerFaults.Point.BEFORE_GIVE_BACK);
+      return true;
+    } catch (RuntimeException e) {
+      log.warn("List consumer {}: gives nothing back ({}); the reaper of another consumer will return its elements"
+          + " after {}", config.consumerName(), e.toString(), listSettings.heartbeatTtl());
+      return false;
+    }
+  }
+
+  /**
+   * Whatever this consumer still holds (abandoned, or waiting for a retry) goes back to the head now, rather than
+   * after the heartbeat TTL; the registrations and heartbeats go too.
+   */
+  private void giveBack() {
+    for (ListWorker w : workers) {
+      for (String list : listKeys) {
+        try {
+          long returned =
+              redis.reap(list, listSettings.heartbeatTtl().multipliedBy(10), w.processing.get(list)).returned();
+          if (returned > 0) {
+            log.info("List consumer {}: returned {} unfinished element(s) to the head of {}", w.name, returned, list);
           }
+        } catch (RuntimeException e) {
+          log.warn("List consumer {}: could not return its elements of {} ({}); the reaper of another consumer"
+              + " will after {}", w.name, list, e.toString(), listSettings.heartbeatTtl());
         }
       }
     }
-    redis.close();
   }
 
   private static int compare(String a, String b) {

@@ -1,5 +1,6 @@
 package dev.handoff.consumer.internal;
 
+import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.PollResult;
 import dev.handoff.consumer.internal.Settled.Failure;
 import dev.handoff.core.ListFormat;
@@ -17,7 +18,6 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.BooleanSupplier;
 import redis.clients.jedis.exceptions.JedisException;
 
 /**
@@ -38,7 +38,6 @@ final class ListWorker extends DeliveryWorker {
 
   private final ListQueues redis;
   private final List<String> listKeys;
-  private final BooleanSupplier halted;
   /** This worker's processing list of each shard's list. */
   final Map<String, String> processing = new HashMap<>();
   volatile Thread thread;
@@ -48,11 +47,10 @@ final class ListWorker extends DeliveryWorker {
   private boolean ownReplayed;
   private int rotation;
 
-  ListWorker(Shared shared, int index, ListQueues redis, List<String> listKeys, BooleanSupplier halted) {
+  ListWorker(Shared shared, int index, ListQueues redis, List<String> listKeys) {
     super(shared, index);
     this.redis = redis;
     this.listKeys = listKeys;
-    this.halted = halted;
     for (String list : listKeys) {
       processing.put(list, ListFormat.processingKey(list, name));
     }
@@ -78,9 +76,6 @@ final class ListWorker extends DeliveryWorker {
 
   @Override
   public boolean failed(Throwable e) {
-    if (halted.getAsBoolean()) {
-      return false;
-    }
     shared.log().error("List consumer {}: unexpected failure; retrying", name, e);
     forgetHeld();
     return true;
@@ -97,6 +92,7 @@ final class ListWorker extends DeliveryWorker {
 
   @Override
   PollResult step(boolean blocking) {
+    shared.collaborators().faults().at(ConsumerFaults.Point.BEFORE_READ);
     raw.clear(); // what a step that failed before settling had taken
     List<Delivery> batch = new ArrayList<>();
     if (!ownReplayed) {

@@ -6,6 +6,7 @@ import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.relay.Relay;
 import dev.handoff.relay.RelayFaults;
 import dev.handoff.testkit.ConsumerTestKit;
+import dev.handoff.testkit.KillSwitch;
 import dev.handoff.testkit.SimulatedCrash;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -31,6 +32,7 @@ final class DemoFaults {
   private final AtomicBoolean naiveKilled = new AtomicBoolean();
   private Relay relay2;
   private boolean consumerRestarted;
+  private KillSwitch ledgerAProcess;
 
   DemoFaults(DemoCast cast, Demo.Config config, TimedLog log) {
     this.cast = cast;
@@ -62,7 +64,7 @@ final class DemoFaults {
    * consumer of a dead process would), until ledger-a is stopped; then the thread dies without acknowledging.
    */
   ConsumerFaults ledgerACrash() {
-    return point -> {
+    ConsumerFaults crash = point -> {
       if (point == ConsumerFaults.Point.AFTER_COMMIT && cast.charged() >= config.payments() / 4
           && consumerKilled.compareAndSet(false, true)) {
         log.event("FAULT ledger-a: worker %s killed after its batch committed, before %s: the batch stays %s,"
@@ -74,6 +76,8 @@ final class DemoFaults {
         throw new SimulatedCrash("consumer killed after commit");
       }
     };
+    ledgerAProcess = ConsumerTestKit.killSwitch(crash);
+    return ledgerAProcess;
   }
 
   /** Kills a worker of {@code naive} after a commit, once it charged a quarter of the payments. */
@@ -104,7 +108,7 @@ final class DemoFaults {
       consumerRestarted = true;
       if (config.lists()) {
         // The stopped worker's consumer still beats for it: stop the whole consumer as a killed process stops.
-        ConsumerTestKit.kill(ledgerA.listConsumer());
+        ledgerAProcess.kill();
         ledgerA.close(Duration.ofSeconds(1));
         cast.ledger("ledger-a2").start();
         log.event("ledger-a's process dies with it: no more heartbeats, its processing lists stay; a reaper returns"
