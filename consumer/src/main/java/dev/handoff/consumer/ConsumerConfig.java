@@ -1,5 +1,6 @@
 package dev.handoff.consumer;
 
+import dev.handoff.consumer.ordering.Ordering;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.core.internal.SchemaNames;
@@ -162,9 +163,12 @@ public record ConsumerConfig(
    * @param startPosition where a newly created group starts; default {@link StartPosition#BEGINNING}
    * @param statusScanLimit how many entries a status call counts per stream before reporting a lower bound; default
    *     10,000, between 1 and 100,000,000
+   * @param ordering whether the group applies each shard's messages in order; default {@link Ordering#NONE}. An
+   *     ordered group reads through shard leases instead of claiming idle entries, so {@code minIdle},
+   *     {@code leaseRenewInterval} and {@code reclaimInterval} do not apply to it
    */
   public record StreamSettings(Duration minIdle, Duration leaseRenewInterval, Duration reclaimInterval,
-      StartPosition startPosition, int statusScanLimit) implements TransportSettings {
+      StartPosition startPosition, int statusScanLimit, Ordering ordering) implements TransportSettings {
 
     public StreamSettings {
       requirePositive("minIdle", minIdle);
@@ -177,6 +181,7 @@ public record ConsumerConfig(
       requirePositive("reclaimInterval", reclaimInterval);
       Objects.requireNonNull(startPosition, "startPosition");
       requireBetween("statusScanLimit", statusScanLimit, 1, 100_000_000);
+      Objects.requireNonNull(ordering, "ordering");
     }
   }
 

@@ -1,6 +1,7 @@
 package dev.handoff.consumer;
 
 import dev.handoff.consumer.internal.DefaultStreamConsumer;
+import dev.handoff.consumer.ordering.Ordering;
 import dev.handoff.core.RedisConnectionSpec;
 import java.time.Duration;
 import javax.sql.DataSource;
@@ -17,6 +18,7 @@ public final class StreamConsumerBuilder extends ConsumerBuilder<StreamConsumerB
   private Duration reclaimInterval = DEFAULT_RECLAIM_INTERVAL;
   private StartPosition startPosition = StartPosition.BEGINNING;
   private int statusScanLimit = DEFAULT_STATUS_SCAN_LIMIT;
+  private Ordering ordering = Ordering.NONE;
 
   StreamConsumerBuilder(DataSource dataSource, RedisConnectionSpec redis) {
     super(dataSource, redis);
@@ -95,13 +97,25 @@ public final class StreamConsumerBuilder extends ConsumerBuilder<StreamConsumerB
     return this;
   }
 
+  /**
+   * Whether the group applies each shard's messages in stream order: {@link Ordering#perShard()} gives every shard
+   * one owner among the group's consumers, commits its messages in order, blocks only that shard behind a failing
+   * message, and fences a former owner's late commit; see {@link Ordering} for what it guarantees and costs.
+   * Every consumer of a group must say the same. Defaults to {@link Ordering#NONE}.
+   */
+  public StreamConsumerBuilder ordering(Ordering ordering) {
+    this.ordering = ordering;
+    return this;
+  }
+
   /** The validated settings this builder would build with, its own in {@link ConsumerConfig.StreamSettings}. */
   @Override
   public ConsumerConfig config() {
     ConsumerConfig.Reading reading = reading();
     Duration renew = leaseRenewInterval != null ? leaseRenewInterval : minIdle == null ? null : minIdle.dividedBy(3);
     ConsumerConfig.StreamSettings streams =
-        new ConsumerConfig.StreamSettings(minIdle, renew, reclaimInterval, startPosition, statusScanLimit);
+        new ConsumerConfig.StreamSettings(minIdle, renew, reclaimInterval, startPosition, statusScanLimit,
+            ordering);
     Duration max = maxBackoff != null ? maxBackoff : minIdle;
     Duration initial = initialBackoff;
     if (maxBackoff == null && initial != null && initial.compareTo(max) > 0) {

@@ -3,6 +3,7 @@ package dev.handoff.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.handoff.consumer.ordering.Ordering;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
@@ -36,7 +37,7 @@ class ConsumerConfigTest {
     assertThatThrownBy(() -> new ConsumerConfig.Upkeep(InboxRetention.defaults(), Duration.ZERO))
         .hasMessage("retryRequestInterval must be positive, was PT0S");
     assertThatThrownBy(() -> new ConsumerConfig.StreamSettings(Duration.ofSeconds(30), Duration.ofSeconds(15),
-        SECOND, StartPosition.BEGINNING, 10_000))
+        SECOND, StartPosition.BEGINNING, 10_000, Ordering.NONE))
         .hasMessage("leaseRenewInterval must be less than minIdle / 2 (minIdle PT30S), was PT15S");
     assertThatThrownBy(() -> new ConsumerConfig.ListSettings(Duration.ofSeconds(15), Duration.ofSeconds(5),
         Duration.ZERO)).hasMessage("reapInterval must be positive, was PT0S");
@@ -50,7 +51,7 @@ class ConsumerConfigTest {
     ConsumerConfig.Upkeep upkeep = new ConsumerConfig.Upkeep(InboxRetention.defaults(), Duration.ofSeconds(5));
     TopicConfig topic = TopicConfig.of("shape");
     assertThatThrownBy(() -> new ConsumerConfig("handoff", "handoff", topic, "g", "c", reading, retries, upkeep,
-        new ConsumerConfig.StreamSettings(Duration.ofSeconds(10), SECOND, SECOND, StartPosition.BEGINNING, 10)))
+        new ConsumerConfig.StreamSettings(Duration.ofSeconds(10), SECOND, SECOND, StartPosition.BEGINNING, 10, Ordering.NONE)))
         .hasMessage("maxBackoff must not exceed minIdle (PT10S), was PT20S");
     assertThatThrownBy(() -> new ConsumerConfig("handoff", "handoff", topic, "g", "c", reading, retries, upkeep,
         new ConsumerConfig.ListSettings(Duration.ofSeconds(15), SECOND, SECOND)))

@@ -40,7 +40,7 @@ public final class HandoffMigrations {
   /** Every table the migrations create, in the order they are checked. */
   public static final List<String> TABLES =
       List.of("outbox", "outbox_purged", "relay_lease", "relay_member", "inbox", "dead_letter", "batch_seal",
-          "topic", "replay_request");
+          "topic", "replay_request", "consumer_lease", "consumer_member");
 
   private HandoffMigrations() {}
 

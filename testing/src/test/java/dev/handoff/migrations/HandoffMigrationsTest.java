@@ -13,9 +13,9 @@ import org.junit.jupiter.api.Test;
 class HandoffMigrationsTest {
 
   private static final List<String> TABLES =
-      List.of("batch_seal", "dead_letter", "inbox", "outbox", "outbox_purged", "relay_lease", "relay_member",
-          "replay_request", "topic");
-  private static final int MIGRATIONS = 7;
+      List.of("batch_seal", "consumer_lease", "consumer_member", "dead_letter", "inbox", "outbox", "outbox_purged",
+          "relay_lease", "relay_member", "replay_request", "topic");
+  private static final int MIGRATIONS = 8;
 
   @Test
   void appliesOnAFreshDatabaseAndReapplyingIsANoOp(TestEnvironment env) {

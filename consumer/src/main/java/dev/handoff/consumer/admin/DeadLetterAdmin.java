@@ -84,6 +84,16 @@ public interface DeadLetterAdmin {
    */
   long requestReplay(String group, String topic, Instant from, Instant to);
 
+  /**
+   * Answers a shard of an ordered group that stopped for an operator ({@code WhenExhausted.STOP_SHARD}): its owner
+   * tries the message that stopped it again ({@code skip} false; should it fail again, the shard stops again), or
+   * dead-letters it and goes on with the shard's next message ({@code skip} true). The owner carries the answer out
+   * within about a second; the shard's status shows it as {@code resumeRequested} until then.
+   *
+   * @return whether the shard was stopped; false records nothing
+   */
+  boolean resumeShard(String group, String topic, int shard, boolean skip);
+
   /** Request {@code id} of {@link #requestReplay}, with its outcome once a consumer has run it. */
   Optional<ReplayRequest> replayRequest(long id);
 

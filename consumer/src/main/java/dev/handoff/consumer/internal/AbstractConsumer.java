@@ -190,8 +190,22 @@ abstract class AbstractConsumer extends ConsumerOperations {
       return Health.down("not-started", label + " '" + config.group() + "' was not started");
     }
     String mismatch = shardCount.finding();
-    return mismatch == null ? slots.health()
-        : Health.down("shards-mismatch", label + " '" + config.group() + "': " + mismatch);
+    if (mismatch != null) {
+      return Health.down("shards-mismatch", label + " '" + config.group() + "': " + mismatch);
+    }
+    Health workers = slots.health();
+    List<Health.Reason> more = degradedReasons();
+    if (more.isEmpty() || workers.status() == Health.Status.DOWN) {
+      return workers;
+    }
+    List<Health.Reason> all = new ArrayList<>(workers.reasons());
+    all.addAll(more);
+    return Health.of(all);
+  }
+
+  /** What makes a running consumer DEGRADED beside its workers (an ordered group's blocked shards); none here. */
+  protected List<Health.Reason> degradedReasons() {
+    return List.of();
   }
 
   /** A daemon worker thread that close will wait for; the caller starts it. */

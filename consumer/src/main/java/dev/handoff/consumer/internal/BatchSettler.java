@@ -7,6 +7,7 @@ import dev.handoff.consumer.ConsumerTransactions;
 import dev.handoff.consumer.FailureIsolation;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.internal.SettleAttempt.Abandoned;
+import dev.handoff.consumer.internal.SettleAttempt.FencedOut;
 import dev.handoff.consumer.internal.SettleAttempt.HandlerFailed;
 import dev.handoff.consumer.internal.SettleAttempt.Unattributable;
 import dev.handoff.consumer.internal.SettleAttempt.Unit;
@@ -101,7 +102,18 @@ final class BatchSettler {
   }
 
   Settled settle(List<Delivery> batch, Mode mode, ConsumerFaults hook, BooleanSupplier abandon) {
+    return settle(batch, mode, hook, abandon, null);
+  }
+
+  /**
+   * Settles {@code batch}; with {@code ordered} (a group ordered per shard, the batch one shard's entries in stream
+   * order), nothing after a failed message commits before it ({@link OrderedIsolation}) and every transaction is
+   * fenced by the shard's lease.
+   */
+  Settled settle(List<Delivery> batch, Mode mode, ConsumerFaults hook, BooleanSupplier abandon,
+      OrderedSettling ordered) {
     Settled out = new Settled();
+    OrderedIsolation inOrder = ordered == null ? null : new OrderedIsolation(config, ordered, batch);
     List<Delivery> candidates = new ArrayList<>();
     List<Dead> dead = new ArrayList<>();
     List<Delivery> lost = new ArrayList<>();
@@ -114,7 +126,11 @@ final class BatchSettler {
         } else {
           dead.add(new Dead(d, "malformed: field '" + d.malformed.field() + "': " + d.malformed.getMessage()));
         }
-      } else if (mode == Mode.DELIVERY && d.deliveries > config.retries().maxDeliveries()) {
+      } else if (ordered != null && d.id.equals(ordered.skipStreamId())) {
+        dead.add(new Dead(d, "dead-lettered by an operator (handoff ordered resume --skip) after " + d.deliveries
+            + " deliveries"));
+      } else if (mode == Mode.DELIVERY && d.deliveries > config.retries().maxDeliveries()
+          && (ordered == null || ordered.deadLetterExhausted())) {
         // The handler never got to fail (crashes, lost leases): the counter ran past the limit on its own.
         dead.add(new Dead(d, "gave up after " + d.deliveries + " deliveries without an outcome (maxDeliveries "
             + config.retries().maxDeliveries() + "); the consumer crashed or lost the entry each time"));
@@ -154,7 +170,7 @@ final class BatchSettler {
         }
         try {
           out.transactions++;
-          attempt.run(txs, u, mode, recovered, out, hook, abandon);
+          attempt.run(txs, u, mode, recovered, out, hook, abandon, ordered);
         } catch (HandlerFailed | Unattributable failure) {
           Blame blame = Blame.of(failure.getCause());
           if (blame == Blame.CONFLICT && conflicts++ < CONFLICT_RETRIES) {
@@ -166,10 +182,18 @@ final class BatchSettler {
             queue.addFirst(u);
             throw new EnvironmentFailed(failure.getCause());
           }
-          isolate(txs, u, failure, mode, out, queue);
+          if (inOrder != null) {
+            inOrder.isolate(txs, u, failure, mode, out, queue);
+          } else {
+            isolate(txs, u, failure, mode, out, queue);
+          }
         }
       }
     } catch (Abandoned e) {
+      queue.addFirst(e.unit);
+      abandonAll(queue, out);
+    } catch (FencedOut e) {
+      out.fencedOut = true;
       queue.addFirst(e.unit);
       abandonAll(queue, out);
     } catch (EnvironmentFailed | Unattributable | SQLException | RuntimeException e) {

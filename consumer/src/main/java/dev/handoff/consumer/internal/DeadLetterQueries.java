@@ -60,7 +60,7 @@ final class DeadLetterQueries {
     // one, or none, instead of queueing behind a handler.
     this.claimRequested = "SELECT " + STORED + " FROM " + table + " WHERE consumer_group = ?"
         + " AND retry_requested_at IS NOT NULL AND status = 'dead' AND " + RETRYABLE
-        + " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED";
+        + " AND (?::text IS NULL OR stream_key = ?) ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED";
     this.markRetried = "UPDATE " + table + " SET status = 'retried', retried_at = now(), retry_requested_at = NULL"
         + " WHERE id = ?";
     this.recordRetryFailure = "UPDATE " + table + " SET retry_requested_at = NULL, retry_failed_at = now(),"
@@ -104,10 +104,15 @@ final class DeadLetterQueries {
     }
   }
 
-  /** Locks the group's oldest requested retry that no other transaction holds; {@code null} if there is none. */
-  Stored claimRequested(Connection tx, String group) throws SQLException {
+  /**
+   * Locks the group's oldest requested retry that no other transaction holds, of {@code streamKey}'s entries only
+   * unless it is null; {@code null} if there is none.
+   */
+  Stored claimRequested(Connection tx, String group, String streamKey) throws SQLException {
     try (PreparedStatement ps = Statements.prepare(tx, claimRequested)) {
       ps.setString(1, group);
+      ps.setString(2, streamKey);
+      ps.setString(3, streamKey);
       return stored(ps);
     }
   }

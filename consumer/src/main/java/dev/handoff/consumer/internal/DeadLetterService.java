@@ -145,9 +145,21 @@ final class DeadLetterService {
    * @throws ConsumerException if the database failed: all rolls back, the request stays
    */
   Requested runNextRequested() {
+    return runNextRequested(null, null);
+  }
+
+  /**
+   * {@link #runNextRequested()} for one stream's dead letters, through its shard's owner: {@code hold} checks the
+   * shard's lease in the retry's transaction, last before each commit, so that the retry lands between two of the
+   * shard's batches and a former owner's retry cannot commit.
+   *
+   * @param streamKey the stream whose requests are run, or null for any
+   * @param hold the lease check of that stream's shard, or null
+   */
+  Requested runNextRequested(String streamKey, OrderedSettling.Fence hold) {
     try (BatchTransactions txs = BatchTransactions.open(dataSource, hosted)) {
       Connection c = txs.begin();
-      DeadLetterQueries.Stored stored = deadLetters.claimRequested(c, group);
+      DeadLetterQueries.Stored stored = deadLetters.claimRequested(c, group, streamKey);
       if (stored == null) {
         txs.rollback();
         return Requested.NONE;
@@ -155,6 +167,7 @@ final class DeadLetterService {
       Savepoint beforeHandler = txs.savepointsUndoHandlers() ? c.setSavepoint() : null;
       try {
         HandlerTransaction ran = runLocked(c, stored);
+        requireLease(txs, c, hold);
         commit(txs, ran, stored);
         return new Requested(stored.id(), ran != null ? stored.message() : null, null);
       } catch (HandlerFailedException e) {
@@ -171,12 +184,22 @@ final class DeadLetterService {
           c.rollback(beforeHandler);
         }
         deadLetters.recordRetryFailure(recordOn, stored.id(), BatchSettler.describe(e.getCause()));
+        requireLease(txs, recordOn, hold);
         txs.commit(null);
         return new Requested(stored.id(), null, e);
       }
     } catch (SQLException e) {
       throw new ConsumerException("a requested dead-letter retry of consumer group '" + group
           + "' failed in the database", e);
+    }
+  }
+
+  /** Rolls back and postpones the retry if the shard's lease is not this consumer's any more. */
+  private void requireLease(BatchTransactions txs, Connection c, OrderedSettling.Fence hold) throws SQLException {
+    if (hold != null && !hold.holds(c, null)) {
+      txs.rollback();
+      throw new PostponedException("a requested retry of consumer group '" + group + "' found that another"
+          + " consumer took its shard; that consumer runs it", null);
     }
   }
 

@@ -33,11 +33,13 @@ public final class DefaultDeadLetterAdmin implements DeadLetterAdmin {
 
   private final DataSource dataSource;
   private final String table;
+  private final String leases;
   private final ReplayRequests replays;
 
   public DefaultDeadLetterAdmin(DataSource dataSource, String schema) {
     this.dataSource = dataSource;
     this.table = schema + ".dead_letter";
+    this.leases = schema + ".consumer_lease";
     this.replays = new ReplayRequests(schema);
   }
 
@@ -56,6 +58,26 @@ public final class DefaultDeadLetterAdmin implements DeadLetterAdmin {
     } catch (SQLException e) {
       throw new ConsumerException("could not request a replay of topic '" + topic + "' for consumer group '" + group
           + "'", e);
+    }
+  }
+
+  @Override
+  public boolean resumeShard(String group, String topic, int shard, boolean skip) {
+    if (group == null || !ConsumerConfig.NAME_PATTERN.matcher(group).matches()) {
+      throw new IllegalArgumentException("group '" + group + "' is not a consumer group name");
+    }
+    TopicConfig.requireValidName(topic);
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = Statements.prepare(c, "UPDATE " + leases + " SET resume_requested = ?"
+            + " WHERE consumer_group = ? AND topic = ? AND shard = ? AND stopped_at IS NOT NULL")) {
+      ps.setString(1, skip ? "skip" : "retry");
+      ps.setString(2, group);
+      ps.setString(3, topic);
+      ps.setInt(4, shard);
+      return ps.executeUpdate() > 0;
+    } catch (SQLException e) {
+      throw new ConsumerException("could not resume shard " + shard + " of topic '" + topic + "' for consumer group '"
+          + group + "'", e);
     }
   }
 

@@ -7,6 +7,8 @@ import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.PollResult;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.status.ConsumerStatus;
+import dev.handoff.consumer.status.OrderedShard;
+import dev.handoff.core.Health;
 import dev.handoff.core.StreamFormat;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -43,8 +45,11 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   private final StreamGroups groups;
   private final StreamInspector inspector;
   private final List<String> streamKeys;
-  private final StreamWorker[] workers;
+  private final DeliveryWorker[] workers;
   private final ConsumerConfig.StreamSettings streamSettings;
+  /** The shards this consumer holds when the group is ordered per shard; null when it is not. */
+  private final ShardOwnership ownership;
+  private final ShardLeases shardLeases;
 
   /**
    * @param config settings with {@link ConsumerConfig.StreamSettings}
@@ -65,20 +70,33 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     this.streamKeys = groups.keys();
     this.inspector = new StreamInspector(redis, streamKeys, config.group());
     DeliveryWorker.Shared shared = sharedByWorkers(redis::dropIdleConnections);
-    this.workers = new StreamWorker[reading.workers()];
+    this.ownership = streamSettings.ordering().ordered() ? new ShardOwnership(config, dataSource, log) : null;
+    this.shardLeases = ownership != null ? ownership.leases()
+        : new ShardLeases(config.schema(), config.group(), config.topic().name());
+    if (ownership != null) {
+      upkeep.routeRetries(ownership::lanes);
+    }
+    this.workers = new DeliveryWorker[reading.workers()];
     for (int i = 0; i < workers.length; i++) {
-      workers[i] = new StreamWorker(shared, i, redis, groups);
+      workers[i] = ownership != null ? new OrderedWorker(shared, i, redis, groups, ownership, dataSource)
+          : new StreamWorker(shared, i, redis, groups);
     }
     log.info("Consumer group '{}' on topic '{}' ({} shard(s)) configured: consumer {}, {} worker(s) x batch {},"
-            + " block {}, minIdle {}, maxDeliveries {}, isolation {}",
+            + " block {}, minIdle {}, maxDeliveries {}, isolation {}{}",
         config.group(), config.topic().name(), streamKeys.size(), config.consumerName(), reading.workers(),
         reading.batchSize(), reading.block(), streamSettings.minIdle(), config.retries().maxDeliveries(),
-        config.retries().failureIsolation());
+        config.retries().failureIsolation(), ownership == null ? "" : ", ordered per shard (lease ttl "
+            + streamSettings.ordering().leaseTtl() + ", when exhausted " + streamSettings.ordering().whenExhausted()
+            + ")");
   }
 
   @Override
   void renewHeldWork() {
-    renewLeases();
+    if (ownership != null) {
+      maintainShards();
+    } else {
+      renewLeases();
+    }
   }
 
   @Override
@@ -92,7 +110,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     }
     startLeaseKeeper();
     scheduleUpkeep();
-    for (StreamWorker w : workers) {
+    for (DeliveryWorker w : workers) {
       startWorker(w, "handoff-consumer-" + config.group() + "-" + w.index);
     }
     log.info("Consumer group '{}' started: {} worker(s) as {}-*", config.group(), workers.length,
@@ -113,9 +131,19 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
   public PollResult pollOnce() {
     beginPoll();
     startLeaseKeeper();
-    synchronized (workers[0]) {
-      return workers[0].step(false);
+    if (ownership == null) {
+      synchronized (workers[0]) {
+        return workers[0].step(false);
+      }
     }
+    // Ordered: each worker works on its own share of the shards; one step of each covers them all.
+    PollResult total = PollResult.EMPTY;
+    for (DeliveryWorker w : workers) {
+      synchronized (w) {
+        total = total.plus(w.step(false));
+      }
+    }
+    return total;
   }
 
   @Override
@@ -128,8 +156,15 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     } catch (SQLException e) {
       throw new ConsumerException("could not count the dead letters of consumer group '" + config.group() + "'", e);
     }
+    List<OrderedShard> shards;
+    try (Connection c = dataSource.getConnection()) {
+      // Read for any group, so that an operator's status shows an ordered group's shards from a plain probe.
+      shards = shardLeases.status(c);
+    } catch (SQLException e) {
+      throw new ConsumerException("could not read the shard leases of consumer group '" + config.group() + "'", e);
+    }
     return new ConsumerStatus(config.group(), config.topic().name(), streams, dead, reporter().duplicatesSkipped(),
-        pausedOf(workers));
+        pausedOf(workers), shards);
   }
 
   @Override
@@ -189,10 +224,17 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
 
   @Override
   protected void afterWorkersStopped(boolean used, boolean clean) {
-    if (clean && used) {
+    if (clean && used && ownership != null) {
+      try {
+        ownership.releaseAll(); // the others take the shards at once, not after the lease TTL
+      } catch (SQLException | RuntimeException e) {
+        log.warn("Consumer group '{}': could not give its shards back on close ({}); they are taken over once their"
+            + " leases expire", config.group(), e.toString());
+      }
+    } else if (clean && used) {
       // Consumer names are per process: remove ours when they hold nothing, so that names do not pile up in the
       // group. A name with pending entries stays, or those entries could never be claimed (DELCONSUMER drops them).
-      for (StreamWorker w : workers) {
+      for (DeliveryWorker w : workers) {
         for (String key : streamKeys) {
           try {
             redis.deleteConsumerIfIdle(key, w.name);
@@ -210,13 +252,55 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
       return;
     }
     ScheduledExecutorService leaseKeeper = newHousekeeping("handoff-consumer-" + config.group() + "-lease");
+    if (ownership != null) {
+      long every = ownership.interval().toMillis();
+      leaseKeeper.scheduleWithFixedDelay(guarded("the shard leases", this::maintainShards), 0, every,
+          TimeUnit.MILLISECONDS);
+      return;
+    }
     long every = streamSettings.leaseRenewInterval().toMillis();
     leaseKeeper.scheduleWithFixedDelay(guarded("lease renewal", this::renewLeases), every, every,
         TimeUnit.MILLISECONDS);
   }
 
+  /** One round of the shard leases' upkeep (ordered groups); a database failure waits for the next round. */
+  private void maintainShards() {
+    try {
+      ownership.maintain();
+    } catch (SQLException e) {
+      throw new ConsumerException("the shard leases of consumer group '" + config.group() + "' could not be kept"
+          + " up", e);
+    }
+  }
+
+  @Override
+  protected List<Health.Reason> degradedReasons() {
+    if (ownership == null) {
+      return List.of();
+    }
+    List<Health.Reason> out = new ArrayList<>();
+    for (OwnedShard s : ownership.held()) {
+      OwnedShard.Blocked b = s.blocked;
+      if (b != null) {
+        out.add(new Health.Reason(b.stopped() ? "shard-stopped" : "shard-blocked", "Consumer group '"
+            + config.group() + "': shard " + s.shard + " of '" + config.topic().name() + "' "
+            + (b.stopped() ? "stopped for an operator (handoff ordered resume)" : "waits")
+            + " behind entry " + b.streamId() + " since " + b.since() + " (" + b.deliveries() + " deliveries)"));
+      }
+    }
+    return out;
+  }
+
+  /** The shards this consumer holds now, for its gauges; empty when the group is not ordered. */
+  List<OwnedShard> heldShards() {
+    return ownership == null ? List.of() : ownership.held();
+  }
+
   private void renewLeases() {
-    for (StreamWorker w : workers) {
+    for (DeliveryWorker dw : workers) {
+      if (!(dw instanceof StreamWorker w)) {
+        continue;
+      }
       for (Map.Entry<String, Set<String>> e : w.inFlight.entrySet()) {
         List<String> ids = new ArrayList<>(e.getValue());
         if (ids.isEmpty()) {

@@ -163,7 +163,7 @@ abstract class DeliveryWorker implements WorkerLoop {
     try {
       long started = System.nanoTime();
       ConsumerFaults faults = shared.collaborators().faults();
-      Settled s = shared.settler().settle(batch, BatchSettler.Mode.DELIVERY, faults, shared.abandoning());
+      Settled s = settleIn(batch, faults);
       if (s.committed() > 0) {
         faults.at(ConsumerFaults.Point.AFTER_COMMIT);
       }
@@ -184,6 +184,11 @@ abstract class DeliveryWorker implements WorkerLoop {
     } finally {
       afterSettle();
     }
+  }
+
+  /** Settles the batch in the database: one transaction through the {@link BatchSettler}, as a delivery. */
+  protected Settled settleIn(List<Delivery> batch, ConsumerFaults faults) {
+    return shared.settler().settle(batch, BatchSettler.Mode.DELIVERY, faults, shared.abandoning());
   }
 
   /** Called with the batch before its transaction starts. */

@@ -7,6 +7,7 @@ import dev.handoff.consumer.InboxPurgeResult;
 import dev.handoff.consumer.ReplayResult;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -37,6 +38,18 @@ final class GroupUpkeep {
   private ScheduledExecutorService retries; // guarded by this
   private volatile boolean stopping;
   private final Supplier<Optional<ReplayResult>> replays;
+  /** An ordered group's shards held by this consumer, through which its requested retries run; null if unordered. */
+  private volatile Supplier<List<RetryLane>> lanes;
+
+  /** One owned shard of an ordered group: runs a requested retry of its stream under its lock and lease. */
+  interface RetryLane {
+    DeadLetterService.Requested run(DeadLetterService deadLetters);
+  }
+
+  /** Routes requested retries through the shards this consumer holds (ordered groups). */
+  void routeRetries(Supplier<List<RetryLane>> lanes) {
+    this.lanes = lanes;
+  }
 
   GroupUpkeep(ConsumerConfig config, DeadLetterService deadLetters, InboxPurger purger, OutcomeReporter reporter,
       Logger log, String label, Supplier<Optional<ReplayResult>> replays) {
@@ -143,7 +156,7 @@ final class GroupUpkeep {
     while (!stopping) {
       DeadLetterService.Requested r;
       try {
-        r = deadLetters.runNextRequested();
+        r = nextRequested();
       } catch (DeadLetterService.PostponedException e) {
         log.warn(label + " '{}': {}; it runs again in {}", config.group(), e.getMessage(),
             config.upkeep().retryRequestInterval());
@@ -165,6 +178,21 @@ final class GroupUpkeep {
       }
     }
     return ran;
+  }
+
+  /** The next requested retry: any, or in an ordered group one of a shard this consumer holds, by its owner. */
+  private DeadLetterService.Requested nextRequested() {
+    Supplier<List<RetryLane>> route = lanes;
+    if (route == null) {
+      return deadLetters.runNextRequested();
+    }
+    for (RetryLane lane : route.get()) {
+      DeadLetterService.Requested r = lane.run(deadLetters);
+      if (r != DeadLetterService.Requested.NONE) {
+        return r;
+      }
+    }
+    return DeadLetterService.Requested.NONE;
   }
 
   /** See {@link dev.handoff.consumer.HandoffConsumer#retry}; a retry that ran tells the listener it was handled. */

@@ -175,6 +175,15 @@ public final class RedisGroups implements AutoCloseable {
     return new AutoClaim(next, claimed, deleted);
   }
 
+  /** How many entries of the stream are pending in the group, whoever holds them ({@code XPENDING} summary). */
+  public long pendingCount(String streamKey) {
+    try {
+      return commands.xpending(streamKey, groupName).getTotal();
+    } catch (JedisDataException e) {
+      throw translate(AclErrors.direct(e, "XPENDING", List.of(streamKey)), streamKey);
+    }
+  }
+
   /** Delivery count of each ID if {@code consumer} owns it, else -1; see {@link PendingEntryScripts}. */
   public long[] deliveryCounts(String streamKey, String consumer, List<String> ids) {
     return pending.deliveryCounts(streamKey, consumer, ids);

@@ -9,9 +9,11 @@ import dev.handoff.consumer.MessageHandler;
 import dev.handoff.consumer.internal.BatchSettler.Mode;
 import dev.handoff.consumer.internal.Settled.Dead;
 import dev.handoff.consumer.internal.Settled.Failure;
+import dev.handoff.core.internal.StreamId;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Savepoint;
+import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -63,6 +65,17 @@ final class SettleAttempt {
     }
   }
 
+  /** An ordered group's fence found that another consumer took the shard: roll back, leave everything. */
+  static final class FencedOut extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    final transient Unit unit;
+
+    FencedOut(Unit unit) {
+      super(null, null, false, false);
+      this.unit = unit;
+    }
+  }
+
   /** The consumer is closing past its deadline: stop, roll back, leave everything unacknowledged. */
   static final class Abandoned extends RuntimeException {
     private static final long serialVersionUID = 1L;
@@ -97,8 +110,16 @@ final class SettleAttempt {
    * @param abandon true once close gave up waiting: checked between messages and before the commit
    */
   void run(BatchTransactions txs, Unit u, Mode mode, Map<Delivery, InboundMessage> recovered, Settled out,
-      ConsumerFaults hook, BooleanSupplier abandon) throws HandlerFailed, Unattributable, SQLException {
+      ConsumerFaults hook, BooleanSupplier abandon, OrderedSettling ordered)
+      throws HandlerFailed, Unattributable, SQLException {
     Connection c = txs.begin();
+    if (ordered != null) {
+      // A frozen former owner's transaction holds the markers the next owner must insert: PostgreSQL ends it once
+      // it sat idle for the lease TTL, so that the shard goes on without it (its late commit then fails as well).
+      try (Statement st = c.createStatement()) {
+        st.execute("SET LOCAL idle_in_transaction_session_timeout = " + ordered.idleTimeout().toMillis());
+      }
+    }
     List<Delivery> handled = new ArrayList<>();
     List<Delivery> duplicates = new ArrayList<>();
     List<Dead> dead = new ArrayList<>();
@@ -192,7 +213,8 @@ final class SettleAttempt {
           if (HandlerTransaction.endedBy(e)) {
             throw new HandlerFailed(i, e); // whatever the mode: no savepoint of this transaction is left to undo
           }
-          if (sp == null) {
+          if (sp == null || ordered != null) {
+            // Ordered: nothing after a failed message may commit before it, so its successors do not run on here.
             if (Jdbc.transactionAborted(e)) {
               throw new Unattributable(e);
             }
@@ -212,12 +234,16 @@ final class SettleAttempt {
           }
         }
       }
+      // Last before the commit: the lease row stays locked until the transaction ends, so a takeover waits for it.
+      if (ordered != null && !ordered.fence().holds(c, lastStreamId(u))) {
+        throw new FencedOut(u);
+      }
       hook.at(ConsumerFaults.Point.BEFORE_COMMIT);
       if (abandon.getAsBoolean()) {
         throw new Abandoned(u);
       }
       txs.commit(guard);
-    } catch (Abandoned e) {
+    } catch (Abandoned | FencedOut e) {
       txs.rollback();
       throw e;
     } catch (HandlerFailed | Unattributable e) {
@@ -232,6 +258,20 @@ final class SettleAttempt {
     out.dead.addAll(dead);
     out.lost.addAll(lost);
     out.failed.addAll(failed);
+  }
+
+  /** The highest stream entry of the unit: an ordered group's position once it commits. */
+  private static String lastStreamId(Unit u) {
+    StreamId last = StreamId.ZERO;
+    String text = null;
+    for (Delivery d : OrderedIsolation.deliveriesOf(u)) {
+      StreamId id = StreamId.parse(d.id);
+      if (text == null || id.compareTo(last) > 0) {
+        last = id;
+        text = d.id;
+      }
+    }
+    return text;
   }
 
   /** The handler, with the message in the MDC for its log lines, on the guarded connection. */

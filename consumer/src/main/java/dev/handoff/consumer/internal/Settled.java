@@ -24,6 +24,15 @@ final class Settled {
   final List<Failure> failed = new ArrayList<>();
   /** Left unacknowledged without a verdict because the environment failed or close abandoned the batch. */
   final List<Delivery> abandoned = new ArrayList<>();
+  /**
+   * Ordered groups: what came after a failed message in the batch, not tried, waiting behind it (or the second half
+   * of a batch split to find a failure). Unacknowledged, no delivery counted against it.
+   */
+  final List<Delivery> deferred = new ArrayList<>();
+  /** Ordered groups: the batch's fence found that another consumer took the shard; nothing committed. */
+  boolean fencedOut;
+  /** Ordered groups: the failed message ran out of deliveries and its shard stops ({@code STOP_SHARD}). */
+  boolean stoppedHead;
   /** The environment's failure that abandoned the batch (see {@link Blame#ENVIRONMENT}), or null. */
   Throwable databaseError;
   int transactions;

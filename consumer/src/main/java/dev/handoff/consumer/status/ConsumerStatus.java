@@ -20,13 +20,16 @@ import java.util.TreeMap;
  * @param deadLetters dead letters of this group still in status {@code dead} (from the database)
  * @param duplicatesSkipped duplicates this consumer instance skipped since it was built (not persisted)
  * @param paused this instance's workers paused by a failure of the environment, with their reasons (not persisted)
+ * @param orderedShards a group ordered per shard: each shard's owner, epoch, position and blocking message, from the
+ *     database, in shard order; empty for an unordered group
  */
 public record ConsumerStatus(String group, String topic, List<StreamStatus> streams, long deadLetters,
-    long duplicatesSkipped, List<PausedWorker> paused) implements GroupStatus {
+    long duplicatesSkipped, List<PausedWorker> paused, List<OrderedShard> orderedShards) implements GroupStatus {
 
   public ConsumerStatus {
     streams = List.copyOf(streams);
     paused = List.copyOf(paused);
+    orderedShards = List.copyOf(orderedShards);
   }
 
   /** Never-delivered entries over all shards (a lower bound when some shard's count is not exact). */

@@ -41,3 +41,8 @@ GRANT SELECT, INSERT ON :"schema".topic TO :"role";
 -- Replays an operator requested (handoff replay): the group's consumers claim one, run it, and record its outcome.
 GRANT SELECT ON :"schema".replay_request TO :"role";
 GRANT UPDATE (finished_at, handled, duplicates, failed) ON :"schema".replay_request TO :"role";
+
+-- Ordered consumption (V8): the leases of the group's shards and the live members, taken, renewed, fenced and given
+-- back by the consumers themselves.
+GRANT SELECT, INSERT, UPDATE, DELETE ON :"schema".consumer_lease TO :"role";
+GRANT SELECT, INSERT, UPDATE, DELETE ON :"schema".consumer_member TO :"role";

@@ -45,3 +45,8 @@ GRANT SELECT ON :"schema".topic TO :"role";
 -- handoff replay: requests a replay of a range of the outbox through a group's running consumers, and reads it back.
 GRANT SELECT ON :"schema".replay_request TO :"role";
 GRANT INSERT (consumer_group, topic, appended_from, appended_to) ON :"schema".replay_request TO :"role";
+
+-- Ordered consumption (V8): handoff status shows each shard's owner, epoch, position and blocking message; handoff
+-- ordered resume asks a stopped shard's owner to try its message again or to dead-letter it.
+GRANT SELECT ON :"schema".consumer_lease, :"schema".consumer_member TO :"role";
+GRANT UPDATE (resume_requested) ON :"schema".consumer_lease TO :"role";

@@ -9,6 +9,7 @@ import dev.handoff.consumer.MessageHandler;
 import dev.handoff.consumer.ReplayResult;
 import dev.handoff.consumer.internal.Collaborators;
 import dev.handoff.consumer.status.ConsumerStatus;
+import dev.handoff.consumer.status.OrderedShard;
 import dev.handoff.consumer.status.GroupStatus;
 import dev.handoff.consumer.status.ListStatus;
 import dev.handoff.core.internal.MetricsRefresher;
@@ -72,8 +73,9 @@ public final class ConsumerMetrics implements ConsumerListener {
     Gauge.builder("handoff.consumer.paused", paused, AtomicLong::doubleValue).tags(tags)
         .description("this instance's workers paused by a failure of the environment now").register(registry);
     shards = new ShardGauges[config.topic().shards()];
+    boolean ordered = config.transport() instanceof ConsumerConfig.StreamSettings ss && ss.ordering().ordered();
     for (int s = 0; s < shards.length; s++) {
-      shards[s] = new ShardGauges(registry, tags.and("shard", Integer.toString(s)));
+      shards[s] = new ShardGauges(registry, tags.and("shard", Integer.toString(s)), ordered);
     }
   }
 
@@ -130,6 +132,13 @@ public final class ConsumerMetrics implements ConsumerListener {
         ConsumerStatus.StreamStatus st = cs.streams().get(s);
         shards[s].set(st.backlog(), st.pending().count(), st.pending().oldestAge());
       }
+      long now = System.currentTimeMillis();
+      for (OrderedShard o : cs.orderedShards()) {
+        if (o.shard() < shards.length) {
+          shards[o.shard()].setBlocked(o.blocked() == null ? 0 : Math.max(1, now - o.blocked().since().toEpochMilli()),
+              o.blocked() != null && o.blocked().stoppedAt() != null);
+        }
+      }
     } else if (status instanceof ListStatus ls) {
       for (int s = 0; s < shards.length && s < ls.shards().size(); s++) {
         ListStatus.ShardStatus st = ls.shards().get(s);
@@ -142,8 +151,19 @@ public final class ConsumerMetrics implements ConsumerListener {
     final AtomicLong backlog = new AtomicLong();
     final AtomicLong pending = new AtomicLong();
     final AtomicLong oldestPendingMillis = new AtomicLong();
+    final AtomicLong blockedMillis = new AtomicLong();
+    final AtomicLong stopped = new AtomicLong();
 
-    ShardGauges(MeterRegistry registry, Tags tags) {
+    ShardGauges(MeterRegistry registry, Tags tags, boolean ordered) {
+      if (ordered) {
+        TimeGauge.builder("handoff.consumer.shard.blocked.age", blockedMillis, TimeUnit.MILLISECONDS,
+                AtomicLong::doubleValue).tags(tags)
+            .description("ordered groups: how long the shard has waited behind a failed message (0 while it flows)")
+            .register(registry);
+        Gauge.builder("handoff.consumer.shard.stopped", stopped, AtomicLong::doubleValue).tags(tags)
+            .description("ordered groups: 1 while the shard is stopped for an operator (WhenExhausted.STOP_SHARD)")
+            .register(registry);
+      }
       Gauge.builder("handoff.consumer.backlog", backlog, AtomicLong::doubleValue).tags(tags)
           .description("entries never delivered to the group (a list's waiting elements); a lower bound past the"
               + " status scan limit").register(registry);
@@ -152,6 +172,11 @@ public final class ConsumerMetrics implements ConsumerListener {
       TimeGauge.builder("handoff.consumer.oldest.pending.age", oldestPendingMillis, TimeUnit.MILLISECONDS,
               AtomicLong::doubleValue).tags(tags)
           .description("age of the oldest pending entry, from its ID (0 when none)").register(registry);
+    }
+
+    void setBlocked(long blockedMillis, boolean stopped) {
+      this.blockedMillis.set(blockedMillis);
+      this.stopped.set(stopped ? 1 : 0);
     }
 
     void set(long backlog, long pending, Duration oldestPendingAge) {
