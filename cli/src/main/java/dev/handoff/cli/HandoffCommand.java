@@ -20,7 +20,7 @@ import picocli.CommandLine.Spec;
     description = "The outbox relay and the operator's commands for handoff's topics and consumer groups.",
     subcommands = {RelayCommand.class, StatusCommand.class, MigrateCommand.class, GrantsCommand.class,
         DlqCommand.class, ReplayCommand.class, FailoverReportCommand.class, ResumeCommand.class, RewindCommand.class,
-        TrimCommand.class, RepairCommand.class})
+        TrimCommand.class, RepairCommand.class, OrderedCommand.class})
 public final class HandoffCommand implements Runnable {
 
   /** The exit code of a check that failed. */

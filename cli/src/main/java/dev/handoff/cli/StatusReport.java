@@ -2,6 +2,7 @@ package dev.handoff.cli;
 
 import dev.handoff.consumer.admin.TopicStatus;
 import dev.handoff.consumer.status.ConsumerStatus;
+import dev.handoff.consumer.status.OrderedShard;
 import dev.handoff.consumer.status.ListStatus;
 import dev.handoff.core.Transport;
 import java.time.Duration;
@@ -58,6 +59,11 @@ final class StatusReport {
         out.add(String.format("    %-28s backlog %,d%s, pending %,d, consumers %s, deliveries %s", s.streamKey(),
             s.backlog(), s.backlogExact() ? "" : "+", s.pending().count(), new TreeMap<>(s.pending().consumers()),
             s.pending().deliveryHistogram()));
+      }
+      for (OrderedShard o : g.orderedShards()) {
+        out.add(String.format("    ordered shard %d: owner %s, epoch %d, position %s%s", o.shard(),
+            o.owner() == null ? "none" : o.owner(), o.epoch(), o.position() == null ? "none" : o.position(),
+            blockedLine(t.topic(), g.group(), o)));
       }
     }
     for (ListStatus g : t.listGroups()) {
@@ -137,6 +143,30 @@ final class StatusReport {
         streams.add(y);
       }
       x.put("streams", streams);
+      List<Object> ordered = new ArrayList<>();
+      for (OrderedShard o : g.orderedShards()) {
+        Map<String, Object> y = new LinkedHashMap<>();
+        y.put("shard", o.shard());
+        y.put("owner", o.owner());
+        y.put("epoch", o.epoch());
+        y.put("position", o.position());
+        y.put("positionAt", o.positionAt() == null ? null : o.positionAt().toString());
+        OrderedShard.Blocked b = o.blocked();
+        if (b != null) {
+          Map<String, Object> z = new LinkedHashMap<>();
+          z.put("streamId", b.streamId());
+          z.put("messageId", b.messageId() == null ? null : b.messageId().toString());
+          z.put("since", b.since() == null ? null : b.since().toString());
+          z.put("deliveries", b.deliveries());
+          z.put("stoppedAt", b.stoppedAt() == null ? null : b.stoppedAt().toString());
+          z.put("resumeRequested", b.resumeRequested());
+          y.put("blocked", z);
+        }
+        ordered.add(y);
+      }
+      if (!ordered.isEmpty()) {
+        x.put("orderedShards", ordered);
+      }
       groups.add(x);
     }
     m.put("groups", groups);
@@ -174,6 +204,21 @@ final class StatusReport {
     s.processing().forEach((consumer, n) -> consumers.put(consumer, n + (Boolean.TRUE.equals(s.alive().get(consumer))
         ? " alive" : " dead")));
     return consumers.toString();
+  }
+
+  /** What holds an ordered shard up, and what the operator may do about it; empty while it flows. */
+  private static String blockedLine(String topic, String group, OrderedShard o) {
+    OrderedShard.Blocked b = o.blocked();
+    if (b == null) {
+      return "";
+    }
+    String head = ", " + (b.stoppedAt() != null ? "STOPPED since " + b.stoppedAt() : "BLOCKED since " + b.since())
+        + " behind entry " + b.streamId() + " (message " + b.messageId() + ", " + b.deliveries() + " deliveries)";
+    if (b.resumeRequested() != null) {
+      return head + ", " + b.resumeRequested() + " requested";
+    }
+    return b.stoppedAt() == null ? head : head + "; handoff ordered resume --group " + group + " --topic " + topic
+        + " --shard " + o.shard() + " [--skip]";
   }
 
   private static Duration oldestPending(ConsumerStatus g) {

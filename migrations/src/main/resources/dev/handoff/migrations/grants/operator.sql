@@ -48,5 +48,6 @@ GRANT INSERT (consumer_group, topic, appended_from, appended_to) ON :"schema".re
 
 -- Ordered consumption (V8): handoff status shows each shard's owner, epoch, position and blocking message; handoff
 -- ordered resume asks a stopped shard's owner to try its message again or to dead-letter it.
-GRANT SELECT ON :"schema".consumer_lease, :"schema".consumer_member TO :"role";
+GRANT SELECT ON :"schema".consumer_lease TO :"role";
+GRANT SELECT ON :"schema".consumer_member TO :"role";
 GRANT UPDATE (resume_requested) ON :"schema".consumer_lease TO :"role";
