@@ -1,13 +1,16 @@
 package dev.handoff.consumer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.handoff.consumer.admin.DeadLetterAdmin;
 import dev.handoff.consumer.ordering.Ordering;
 import dev.handoff.consumer.ordering.WhenExhausted;
 import dev.handoff.consumer.status.OrderedShard;
 import dev.handoff.core.Health;
+import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamMessage;
+import dev.handoff.core.TopicConfig;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import dev.handoff.testkit.ConsumerTestKit;
@@ -18,6 +21,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -226,6 +230,36 @@ class OrderedProcessingTest {
     // come in at most three runs of one consumer, never interleaved.
     assertThat(t.ownerRuns()).isBetween(8L, 8L * 3);
     assertThat(env.queryLong("SELECT count(*) FROM consumer_member WHERE consumer_group = 'g'")).isZero();
+    // An unordered consumer of the ordered group would read beside the owners: refused before it reads.
+    try (StreamConsumer unordered = t.consumer("g", "c").ordering(Ordering.NONE).build()) {
+      assertThatThrownBy(unordered::start).isInstanceOf(IllegalStateException.class)
+          .hasMessageStartingWith("consumer group 'g' of topic 'o-rebalance' is ordered per shard");
+    }
+  }
+
+  /** consumer/README.md's example of an ordered group, line for line (DocExamplesTest checks it). */
+  @Test
+  void theReadmeExampleAppliesEachKeysPaymentsInOrder() throws Exception {
+    OrderedTopic t = new OrderedTopic(env, "payments", 4);
+    DataSource dataSource = env.dataSource();
+    RedisConnectionSpec redis = env.redisSpec();
+    MessageHandler charge = OrderedTopic.effect(env.schema(), t.effects, "doc", t.shards);
+    StreamConsumer consumer = StreamConsumer.builder(dataSource, redis)
+        .schema(env.schema()).keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of("payments").withShards(4))
+        .group("ledger")
+        .ordering(Ordering.perShard())
+        .handler(charge)
+        .build();
+    consumer.start();
+    try {
+      List<StreamMessage> messages = t.publish(env.redis(), 30, 10);
+      ConsumerTestKit.await("every payment charged", DEADLINE, () -> t.effects() == messages.size());
+    } finally {
+      consumer.close();
+    }
+    assertThat(t.doubleEffects()).isZero();
+    assertThat(t.outOfOrder()).isZero();
   }
 
   private long owners(OrderedTopic t, String owner) {

@@ -99,7 +99,9 @@ class DatabaseRolesTest {
         cols("dead_letter", "UPDATE", "status", "retried_at", "retry_requested_at", "retry_failed_at",
             "retry_error"),
         "outbox:SELECT", "outbox_purged:SELECT", "topic:SELECT", "topic:INSERT", "replay_request:SELECT",
-        cols("replay_request", "UPDATE", "finished_at", "handled", "duplicates", "failed")));
+        cols("replay_request", "UPDATE", "finished_at", "handled", "duplicates", "failed"),
+        "consumer_lease:SELECT", "consumer_lease:INSERT", "consumer_lease:UPDATE", "consumer_lease:DELETE",
+        "consumer_member:SELECT", "consumer_member:INSERT", "consumer_member:UPDATE", "consumer_member:DELETE"));
     assertThat(env.newRole().grant(Role.OPERATOR).privileges()).containsExactlyElementsOf(sorted(
         "schema:USAGE",
         cols("outbox", "SELECT", "id", "message_id", "topic", "shard", "created_at", "published_at"),
@@ -113,7 +115,8 @@ class DatabaseRolesTest {
         cols("inbox", "INSERT", "consumer_group", "message_id", "stream_id", "outcome"),
         cols("inbox", "UPDATE", "outcome", "processed_at", "stream_id"),
         "batch_seal:SELECT", "batch_seal:INSERT", "batch_seal:DELETE", "topic:SELECT", "replay_request:SELECT",
-        cols("replay_request", "INSERT", "consumer_group", "topic", "appended_from", "appended_to")));
+        cols("replay_request", "INSERT", "consumer_group", "topic", "appended_from", "appended_to"),
+        "consumer_lease:SELECT", cols("consumer_lease", "UPDATE", "resume_requested"), "consumer_member:SELECT"));
   }
 
   @Test

@@ -1,5 +1,6 @@
 package dev.handoff.spring;
 
+import dev.handoff.consumer.ordering.WhenExhausted;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -312,6 +313,32 @@ public class HandoffProperties {
      * database; docs/guarantees.md, A database failover.
      */
     private boolean refuseGhosts = false;
+
+    /**
+     * Apply each shard's messages in stream order: one owner per shard among the group's instances, a failing
+     * message holds up only its shard, a paused former owner cannot commit (Ordering.perShard(); consumer/README.md,
+     * Ordered processing per shard). Every instance of the group must say the same.
+     */
+    private boolean ordered = false;
+
+    /** In an ordered group, what becomes of a message that ran out of deliveries while its shard waits behind it. */
+    private WhenExhausted whenExhausted = WhenExhausted.DEAD_LETTER_AND_CONTINUE;
+
+    public boolean isOrdered() {
+      return ordered;
+    }
+
+    public void setOrdered(boolean ordered) {
+      this.ordered = ordered;
+    }
+
+    public WhenExhausted getWhenExhausted() {
+      return whenExhausted;
+    }
+
+    public void setWhenExhausted(WhenExhausted whenExhausted) {
+      this.whenExhausted = whenExhausted;
+    }
 
     public boolean isRefuseGhosts() {
       return refuseGhosts;

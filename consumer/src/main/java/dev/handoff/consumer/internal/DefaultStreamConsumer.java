@@ -101,6 +101,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
 
   @Override
   public void start() {
+    requireSameOrdering();
     beginStart();
     try {
       groups.ensure();
@@ -129,6 +130,7 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
 
   @Override
   public PollResult pollOnce() {
+    requireSameOrdering();
     beginPoll();
     startLeaseKeeper();
     if (ownership == null) {
@@ -261,6 +263,34 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     long every = streamSettings.leaseRenewInterval().toMillis();
     leaseKeeper.scheduleWithFixedDelay(guarded("lease renewal", this::renewLeases), every, every,
         TimeUnit.MILLISECONDS);
+  }
+
+  private volatile boolean orderingChecked;
+
+  /**
+   * An unordered consumer of a group whose consumers hold shard leases would read beside the owners and claim their
+   * pending entries, out of order: it is refused, once, before it reads. A database that cannot be reached yet is
+   * the workers' to wait for; the check then waits for the next start or poll.
+   */
+  private void requireSameOrdering() {
+    if (ownership != null || orderingChecked) {
+      return;
+    }
+    boolean ordered;
+    try (Connection c = dataSource.getConnection()) {
+      ordered = shardLeases.exist(c);
+    } catch (SQLException e) {
+      log.warn("Consumer group '{}': could not check whether the group is ordered ({})", config.group(),
+          e.toString());
+      return;
+    }
+    if (ordered) {
+      throw new IllegalStateException("consumer group '" + config.group() + "' of topic '" + config.topic().name()
+          + "' is ordered per shard (its consumers hold shard leases in " + config.schema() + ".consumer_lease):"
+          + " build this consumer with ordering(Ordering.perShard()), or delete the group's rows from consumer_lease"
+          + " once none of its ordered consumers runs, to run it unordered");
+    }
+    orderingChecked = true;
   }
 
   /** One round of the shard leases' upkeep (ordered groups); a database failure waits for the next round. */

@@ -45,6 +45,7 @@ final class ShardLeases {
   private final String block;
   private final String takeResume;
   private final String status;
+  private final String exist;
 
   ShardLeases(String schema, String group, String topic) {
     this.group = group;
@@ -78,6 +79,7 @@ final class ShardLeases {
         + " consumer_group, topic, shard, resume_requested FROM " + leases + owned
         + " AND resume_requested IS NOT NULL FOR UPDATE) r WHERE l.consumer_group = r.consumer_group AND l.topic ="
         + " r.topic AND l.shard = r.shard RETURNING r.resume_requested";
+    this.exist = "SELECT 1 FROM " + leases + mine + " LIMIT 1";
     this.status = "SELECT shard, owner, epoch, expires_at, expires_at > now() AS live, position, position_at,"
         + " blocked_stream_id, blocked_message_id, blocked_since, blocked_deliveries, blocked_error, stopped_at,"
         + " resume_requested FROM " + leases + mine + " ORDER BY shard";
@@ -223,6 +225,17 @@ final class ShardLeases {
     try (PreparedStatement ps = owned(c, takeResume, shard, owner, epoch, 1)) {
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next() ? Resume.valueOf(rs.getString(1).toUpperCase(java.util.Locale.ROOT)) : null;
+      }
+    }
+  }
+
+  /** Whether the group has lease rows on the topic: whether it ran ordered. */
+  boolean exist(Connection c) throws SQLException {
+    try (PreparedStatement ps = Statements.prepare(c, exist)) {
+      ps.setString(1, group);
+      ps.setString(2, topic);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
       }
     }
   }

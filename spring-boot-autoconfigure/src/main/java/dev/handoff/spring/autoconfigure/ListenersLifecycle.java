@@ -1,5 +1,6 @@
 package dev.handoff.spring.autoconfigure;
 
+import dev.handoff.consumer.ordering.Ordering;
 import dev.handoff.consumer.HandoffConsumer;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.StreamConsumerBuilder;
@@ -102,7 +103,9 @@ public final class ListenersLifecycle implements SmartLifecycle, HandoffConsumer
         .maxDeliveries(settings.getMaxDeliveries())
         .refuseGhosts(settings.isRefuseGhosts())
         .minIdle(settings.getMinIdle())
-        .backoff(settings.getInitialBackoff(), null);
+        .backoff(settings.getInitialBackoff(), null)
+        .ordering(settings.isOrdered() ? Ordering.perShard().whenExhausted(settings.getWhenExhausted())
+            : Ordering.NONE);
     metrics.accept(b);
     try {
       return b.build();
