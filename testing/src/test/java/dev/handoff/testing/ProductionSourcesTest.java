@@ -35,6 +35,18 @@ class ProductionSourcesTest {
   private static final Pattern INTERNAL_IMPORT = Pattern.compile("^import (?:static )?(dev\\.handoff\\.[a-z]+)"
       + "(?:\\.[a-z]+)*\\.internal\\.", Pattern.MULTILINE);
 
+  /** The most lines a library's main source file may hold: past that, it is split by job. */
+  private static final long MAX_FILE_LINES = 400;
+
+  @Test
+  void noLibrarySourceFileGrowsPastFourHundredLines() throws IOException {
+    List<String> tooLong = productionSources(Stream.concat(LIBRARIES.stream(), Stream.of("testkit")).toList())
+        .filter(p -> read(p).lines().count() > MAX_FILE_LINES)
+        .map(p -> ROOT.relativize(p) + " (" + read(p).lines().count() + " lines)")
+        .toList();
+    assertThat(tooLong).as("split these by job").isEmpty();
+  }
+
   @Test
   void noLibraryClassOutsideATestKitNamesATestKitOrTheTestHarness() throws IOException {
     List<String> offenders = productionSources(LIBRARIES)
