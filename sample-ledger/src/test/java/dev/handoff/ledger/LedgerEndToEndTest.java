@@ -7,6 +7,7 @@ import dev.handoff.consumer.ConsumerFaults;
 import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.OutboxRange;
 import dev.handoff.consumer.ReplayResult;
+import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.status.ListStatus;
 import dev.handoff.core.ListFormat;
 import dev.handoff.core.ShardId;
@@ -206,7 +207,7 @@ abstract class LedgerEndToEndTest {
     RandomKillsOnStreams() {
       super(10_000, 2_500, 250, Duration.ofSeconds(120));
       startConsumer = slot -> {
-        LedgerConsumer c = consumer("c" + slot + "-" + generation++, point -> {
+        LedgerConsumer c = streamLedger("c" + slot + "-" + generation++, point -> {
           synchronized (random) {
             if (!dead[slot] && kills.get() < MAX_KILLS && random.nextInt(40) == 0) {
               dead[slot] = true;
@@ -215,7 +216,7 @@ abstract class LedgerEndToEndTest {
                   point == ConsumerFaults.Point.AFTER_COMMIT ? "after commit, before XACK" : "before commit");
             }
           }
-        }).workers(1).maxDeliveries(3).backoff(Duration.ofMillis(50), Duration.ofMillis(200)).build();
+        });
         c.start();
         all.add(c);
         return c;
@@ -434,8 +435,7 @@ abstract class LedgerEndToEndTest {
     }
 
     private LedgerConsumer listConsumer(String name, ConsumerFaults faults) {
-      LedgerConsumer c = consumer(name, faults).transport(Transport.LIST).workers(2).maxDeliveries(2)
-          .backoff(Duration.ofMillis(50), Duration.ofMillis(100)).build();
+      LedgerConsumer c = listLedger(name, faults);
       all.add(c);
       return c;
     }
@@ -468,18 +468,22 @@ abstract class LedgerEndToEndTest {
     }
   }
 
-  /** A ledger consumer with short timeouts; the transport's faults set the rest. */
-  private LedgerConsumer.Builder consumer(String name, ConsumerFaults faults) {
-    return LedgerConsumer.builder(env.dataSource(), env.redisSpec())
-        .faults(faults)
-        .schema(env.schema())
-        .keyPrefix(env.keyPrefix())
-        .consumerName(name)
-        .batchSize(50)
-        .block(Duration.ofMillis(100))
-        .minIdle(Duration.ofSeconds(1))
-        .reclaimInterval(Duration.ofMillis(100))
-        .persistStats(false);
+  /** A ledger consumer on the streams, with short timeouts, a worker and three deliveries. */
+  private LedgerConsumer streamLedger(String name, ConsumerFaults faults) {
+    return LedgerConsumer.of(StreamConsumer.builder(env.dataSource(), env.redisSpec()).faults(faults)
+        .schema(env.schema()).keyPrefix(env.keyPrefix()).topic(PaymentEvents.TOPIC_CONFIG)
+        .group(LedgerConsumer.DEFAULT_GROUP).consumerName(name).batchSize(50).block(Duration.ofMillis(100))
+        .minIdle(Duration.ofSeconds(1)).reclaimInterval(Duration.ofMillis(100)).workers(1).maxDeliveries(3)
+        .backoff(Duration.ofMillis(50), Duration.ofMillis(200)), env.dataSource(), false, null);
+  }
+
+  /** A ledger consumer on the lists, with short timeouts, two workers and two deliveries. */
+  private LedgerConsumer listLedger(String name, ConsumerFaults faults) {
+    return LedgerConsumer.of(ListConsumer.builder(env.dataSource(), env.redisSpec()).faults(faults)
+        .schema(env.schema()).keyPrefix(env.keyPrefix()).topic(PaymentEvents.TOPIC_CONFIG)
+        .group(LedgerConsumer.DEFAULT_GROUP).consumerName(name).batchSize(50).block(Duration.ofMillis(100))
+        .heartbeatTtl(Duration.ofSeconds(1)).reapInterval(Duration.ofMillis(100)).workers(2).maxDeliveries(2)
+        .backoff(Duration.ofMillis(50), Duration.ofMillis(100)), env.dataSource(), false, null);
   }
 
   /** A counter summed over every consumer the test started. */

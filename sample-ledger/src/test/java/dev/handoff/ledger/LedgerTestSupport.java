@@ -2,6 +2,7 @@ package dev.handoff.ledger;
 
 import dev.handoff.cli.HandoffCommand;
 import dev.handoff.consumer.ConsumerFaults;
+import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.ledger.cli.LedgerCli;
 import dev.handoff.relay.Relay;
 import dev.handoff.testing.TestEnvironment;
@@ -89,10 +90,11 @@ final class LedgerTestSupport {
 
   /** The same, with a fault hook (a worker that throws a {@code SimulatedCrash} there dies as a process would). */
   LedgerConsumer ledger(String name, String group, ConsumerFaults faults) {
-    return LedgerConsumer.builder(env.dataSource(), env.redisSpec())
+    return LedgerConsumer.of(StreamConsumer.builder(env.dataSource(), env.redisSpec())
         .faults(faults)
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
+        .topic(PaymentEvents.TOPIC_CONFIG)
         .group(group)
         .consumerName(name)
         .workers(1)
@@ -100,8 +102,6 @@ final class LedgerTestSupport {
         .minIdle(Duration.ofMillis(600))
         .reclaimInterval(Duration.ofMillis(50))
         .maxDeliveries(2)
-        .backoff(Duration.ofMillis(50), Duration.ofMillis(100))
-        .persistStats(false)
-        .build();
+        .backoff(Duration.ofMillis(50), Duration.ofMillis(100)), env.dataSource(), false, null);
   }
 }

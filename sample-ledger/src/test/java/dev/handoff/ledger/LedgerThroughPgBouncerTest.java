@@ -4,12 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.relay.Relay;
 import dev.handoff.relay.RelayBuilder;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.LogCapture;
-import dev.handoff.testing.PgBouncerServer;
 import dev.handoff.testing.PgBouncerServer.PoolMode;
+import dev.handoff.testing.PgBouncerServer;
 import dev.handoff.testing.TestEnvironment;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -75,14 +76,14 @@ abstract class LedgerThroughPgBouncerTest {
         builder.notificationDataSource(env.dataSource());
       }
       Relay relay = builder.build();
-      LedgerConsumer consumer = LedgerConsumer.builder(handoff, env.redisSpec())
+      LedgerConsumer consumer = LedgerConsumer.of(StreamConsumer.builder(handoff, env.redisSpec())
           .schema(env.schema())
           .keyPrefix(env.keyPrefix())
+          .topic(PaymentEvents.TOPIC_CONFIG)
+          .group(LedgerConsumer.DEFAULT_GROUP)
           .consumerName("c1")
           .workers(2)
-          .block(Duration.ofMillis(100))
-          .persistStats(false)
-          .build();
+          .block(Duration.ofMillis(100)), handoff, false, null);
       PaymentService payments = new PaymentService(app, env.schema());
       try {
         relay.start();

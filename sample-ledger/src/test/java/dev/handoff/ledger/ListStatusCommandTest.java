@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.handoff.consumer.ConsumerFaults;
-import dev.handoff.core.Transport;
+import dev.handoff.consumer.ListConsumer;
 import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
@@ -52,17 +52,16 @@ class ListStatusCommandTest {
         throw new SimulatedCrash("after commit");
       }
     });
-    LedgerConsumer ledger = LedgerConsumer.builder(env.dataSource(), env.redisSpec())
-        .transport(Transport.LIST)
+    LedgerConsumer ledger = LedgerConsumer.of(ListConsumer.builder(env.dataSource(), env.redisSpec())
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
+        .topic(PaymentEvents.TOPIC_CONFIG)
+        .group(LedgerConsumer.DEFAULT_GROUP)
         .consumerName("stuck")
         .workers(1)
         .batchSize(2)
-        .minIdle(Duration.ofMinutes(5))
-        .persistStats(false)
-        .faults(process)
-        .build();
+        .heartbeatTtl(Duration.ofMinutes(5))
+        .faults(process), env.dataSource(), false, null);
     assertThatThrownBy(() -> ledger.listConsumer().pollOnce()).isInstanceOf(SimulatedCrash.class);
 
     // when

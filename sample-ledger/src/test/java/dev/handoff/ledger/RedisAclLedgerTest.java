@@ -2,6 +2,7 @@ package dev.handoff.ledger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.core.RedisAcl;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.ledger.cli.LedgerCli;
@@ -61,17 +62,17 @@ class RedisAclLedgerTest {
       relay.maintainOnce();
     }
 
-    LedgerConsumer ledger = LedgerConsumer.builder(env.dataSource(), login(server, "ledger"))
+    LedgerConsumer ledger = LedgerConsumer.of(StreamConsumer.builder(env.dataSource(), login(server, "ledger"))
         .schema(env.schema())
         .keyPrefix(prefix)
+        .topic(PaymentEvents.TOPIC_CONFIG)
+        .group(LedgerConsumer.DEFAULT_GROUP)
         .workers(1)
         .block(Duration.ofMillis(50))
         .minIdle(Duration.ofMillis(600))
         .reclaimInterval(Duration.ofMillis(50))
         .maxDeliveries(2)
-        .backoff(Duration.ofMillis(50), Duration.ofMillis(100))
-        .persistStats(false)
-        .build();
+        .backoff(Duration.ofMillis(50), Duration.ofMillis(100)), env.dataSource(), false, null);
     try {
       ConsumerTestKit.await("every payment charged or dead-lettered", Duration.ofSeconds(30), () -> {
         ledger.consumer().pollOnce();

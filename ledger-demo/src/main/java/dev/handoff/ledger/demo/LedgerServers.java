@@ -7,7 +7,6 @@ import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.StreamConsumerBuilder;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.TopicConfig;
-import dev.handoff.ledger.LedgerConsumer;
 import javax.sql.DataSource;
 import redis.clients.jedis.UnifiedJedis;
 
@@ -20,8 +19,8 @@ import redis.clients.jedis.UnifiedJedis;
 public record LedgerServers(DataSource dataSource, UnifiedJedis redis, RedisConnectionSpec redisSpec) {
 
   /** A ledger consumer's builder, logged in to this Redis. */
-  public LedgerConsumer.Builder ledgerConsumer() {
-    return LedgerConsumer.builder(dataSource, redisSpec);
+  public LedgerConsumerBuilder ledgerConsumer() {
+    return new LedgerConsumerBuilder(dataSource, redisSpec);
   }
 
   /**

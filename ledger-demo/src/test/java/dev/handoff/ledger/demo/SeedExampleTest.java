@@ -100,7 +100,7 @@ class SeedExampleTest {
 
   /** A ledger consumer with short timeouts and a fault hook (a worker that throws a SimulatedCrash there dies). */
   private LedgerConsumer ledger(String name, String group, ConsumerFaults faults) {
-    return LedgerConsumer.builder(env.dataSource(), env.redisSpec())
+    return new LedgerConsumerBuilder(env.dataSource(), env.redisSpec())
         .faults(faults)
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())

@@ -2,11 +2,14 @@ package dev.handoff.ledger.cli;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.cli.Signals;
+import dev.handoff.consumer.ListConsumer;
+import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.Transport;
 import dev.handoff.ledger.ConsumerCounters;
 import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.LedgerException;
+import dev.handoff.ledger.PaymentEvents;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -81,17 +84,13 @@ final class ConsumeCommand implements Callable<Integer> {
       try (UnifiedJedis check = connection.redis(1)) {
         check.ping(); // fail fast with one line if Redis is not there
       }
-      LedgerConsumer consumer = LedgerConsumer.builder(db, redis)
-          .schema(schema)
-          .keyPrefix(keyPrefix)
-          .transport(t)
-          .group(group)
-          .consumerName(name)                   // null: handoff's default, host and process
-          .workers(workers)
-          .batchSize(batchSize)
-          .minIdle(idle)
-          .maxDeliveries(maxDeliveries)
-          .build();
+      LedgerConsumer consumer = LedgerConsumer.of(t == Transport.LIST
+          ? ListConsumer.builder(db, redis).heartbeatTtl(idle).maxDeliveries(maxDeliveries).consumerName(name)
+              .schema(schema).keyPrefix(keyPrefix).topic(PaymentEvents.TOPIC_CONFIG).group(group).workers(workers)
+              .batchSize(batchSize)
+          : StreamConsumer.builder(db, redis).minIdle(idle).maxDeliveries(maxDeliveries).consumerName(name)
+              .schema(schema).keyPrefix(keyPrefix).topic(PaymentEvents.TOPIC_CONFIG).group(group).workers(workers)
+              .batchSize(batchSize), db); // a null name: handoff's default, host and process
       consumer.start();
       String consumerName = consumer.handoff().config().consumerName();
       running("ledger consumer %s of group '%s' running on %s (%d workers); SIGTERM to stop", consumerName, group,
