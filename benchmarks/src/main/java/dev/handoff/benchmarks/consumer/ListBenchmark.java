@@ -5,7 +5,6 @@ import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.MessageHandler;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.core.RedisConnectionSpec;
-import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.relay.Relay;
@@ -21,7 +20,6 @@ import java.util.ArrayList;
 import java.util.List;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.RedisClient;
-import redis.clients.jedis.params.ScanParams;
 
 /**
  * End-to-end throughput, stream transport against list transport: {@code messages} rows are appended first, then a
@@ -123,20 +121,7 @@ public final class ListBenchmark {
   }
 
   private static void reset(HikariDataSource ds, RedisClient redis) throws Exception {
-    try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
-      s.execute("DROP SCHEMA IF EXISTS " + SCHEMA + " CASCADE");
-    }
-    HandoffMigrations.migrate(ds, SCHEMA);
-    try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
-      s.execute("CREATE TABLE " + SCHEMA + ".ledger (id bigserial PRIMARY KEY, message_id uuid NOT NULL)");
-    }
-    String cursor = ScanParams.SCAN_POINTER_START;
-    do {
-      var page = redis.scan(cursor, new ScanParams().match(PREFIX + ":*").count(1000));
-      if (!page.getResult().isEmpty()) {
-        redis.del(page.getResult().toArray(String[]::new));
-      }
-      cursor = page.getCursor();
-    } while (!ScanParams.SCAN_POINTER_START.equals(cursor));
+    BenchSchema.reset(ds, redis, SCHEMA, PREFIX, "CREATE TABLE " + SCHEMA + ".ledger (id bigserial PRIMARY KEY,"
+        + " message_id uuid NOT NULL)");
   }
 }

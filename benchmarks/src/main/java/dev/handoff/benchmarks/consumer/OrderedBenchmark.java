@@ -6,7 +6,6 @@ import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.ordering.Ordering;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.TopicConfig;
-import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.relay.Relay;
@@ -24,7 +23,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import redis.clients.jedis.RedisClient;
-import redis.clients.jedis.params.ScanParams;
 
 /**
  * A group ordered per shard against the same group unordered: 8 shards, one consumer of 4 workers, batches of 100, a
@@ -196,21 +194,7 @@ public final class OrderedBenchmark {
   }
 
   private static void reset(HikariDataSource ds, RedisClient redis) throws Exception {
-    try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
-      s.execute("DROP SCHEMA IF EXISTS " + SCHEMA + " CASCADE");
-    }
-    HandoffMigrations.migrate(ds, SCHEMA);
-    try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
-      s.execute("CREATE TABLE " + SCHEMA + ".charge (id bigserial PRIMARY KEY, message_id uuid NOT NULL, key text,"
-          + " latency_ms double precision)");
-    }
-    String cursor = ScanParams.SCAN_POINTER_START;
-    do {
-      var page = redis.scan(cursor, new ScanParams().match(PREFIX + ":*").count(1000));
-      if (!page.getResult().isEmpty()) {
-        redis.del(page.getResult().toArray(String[]::new));
-      }
-      cursor = page.getCursor();
-    } while (!ScanParams.SCAN_POINTER_START.equals(cursor));
+    BenchSchema.reset(ds, redis, SCHEMA, PREFIX, "CREATE TABLE " + SCHEMA + ".charge (id bigserial PRIMARY KEY,"
+        + " message_id uuid NOT NULL, key text, latency_ms double precision)");
   }
 }
