@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.handoff.consumer.admin.DeadLetterAdmin;
+import dev.handoff.consumer.admin.DeadLetterSelection;
 import dev.handoff.consumer.ordering.Ordering;
 import dev.handoff.consumer.ordering.WhenExhausted;
 import dev.handoff.consumer.status.OrderedShard;
@@ -235,6 +236,53 @@ class OrderedProcessingTest {
       assertThatThrownBy(unordered::start).isInstanceOf(IllegalStateException.class)
           .hasMessageStartingWith("consumer group 'g' of topic 'o-rebalance' is ordered per shard");
     }
+  }
+
+  @Test
+  void aRequestedRetryOfAnOrderedGroupsDeadLetterRunsThroughItsShardsOwner() throws Exception {
+    OrderedTopic t = new OrderedTopic(env, "o-retry-owner", 4);
+    List<StreamMessage> messages = t.publish(env.redis(), 12, 3);
+    StreamMessage poison = messages.get(5);
+    int shard = t.shardOf(poison.key());
+    Set<java.util.UUID> cured = ConcurrentHashMap.newKeySet();
+    java.util.function.Function<String, MessageHandler> handlerOf = name -> (tx, m) -> {
+      if (m.messageId().equals(poison.messageId()) && !cured.contains(m.messageId())) {
+        throw new IllegalStateException("poison");
+      }
+      OrderedTopic.effect(env.schema(), t.effects, name, t.shards).handle(tx, m);
+    };
+    DeadLetterAdmin admin = DeadLetterAdmin.builder(env.dataSource()).schema(env.schema()).build();
+    try (StreamConsumer a = t.consumer("owners", "a").workers(2).handler(handlerOf.apply("a")).maxDeliveries(1)
+            .build();
+        StreamConsumer b = t.consumer("owners", "b").workers(2).handler(handlerOf.apply("b")).maxDeliveries(1)
+            .build()) {
+      a.start();
+      ConsumerTestKit.await("the poison dead-lettered, the rest applied", DEADLINE,
+          () -> a.deadLetters(10).size() == 1 && t.effects() == messages.size() - 1);
+      b.start();
+      // Two each: the fair share of both, so no shard moves any more while the retry runs.
+      ConsumerTestKit.await("the shards spread over a and b", DEADLINE, () -> env.queryLong("SELECT count(*) FROM"
+          + " consumer_lease WHERE consumer_group = 'owners' AND owner = 'a' AND expires_at > now()") == 2
+          && env.queryLong("SELECT count(*) FROM consumer_lease WHERE consumer_group = 'owners' AND owner = 'b'"
+          + " AND expires_at > now()") == 2);
+      cured.add(poison.messageId());
+      StreamConsumer notTheOwner = currentOwner(t, shard).equals("a") ? b : a;
+      assertThat(admin.requestRetry("owners", DeadLetterSelection.all()).requested()).isEqualTo(1);
+      assertThat(notTheOwner.maintainOnce()).as("requests the consumer without the shard ran").isZero();
+      ConsumerTestKit.await("the retry ran", DEADLINE,
+          () -> a.deadLetters(10).stream().allMatch(d -> d.status().equals("retried")));
+      // Run by the consumer that holds the poison's shard (both pick up requests; only the owner takes this one).
+      assertThat(env.queryList("SELECT consumer FROM " + t.effects + " WHERE message_id = ?", String.class,
+          poison.messageId())).containsExactly(currentOwner(t, shard));
+    }
+    assertThat(t.doubleEffects()).isZero();
+  }
+
+  /** The consumer holding {@code shard}'s lease now, as the lease table says; "none" if no one does. */
+  private String currentOwner(OrderedTopic t, int shard) {
+    List<String> owners = env.queryList("SELECT owner FROM consumer_lease WHERE consumer_group = 'owners' AND topic = ?"
+        + " AND shard = ? AND expires_at > now()", String.class, t.topic, shard);
+    return owners.isEmpty() ? "none" : owners.get(0);
   }
 
   /** consumer/README.md's example of an ordered group, line for line (DocExamplesTest checks it). */
