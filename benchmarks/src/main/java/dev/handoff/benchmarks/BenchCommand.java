@@ -9,7 +9,7 @@ import dev.handoff.benchmarks.ledger.SoakReport;
 import dev.handoff.cli.Connections;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.ledger.LedgerException;
-import dev.handoff.ledger.demo.EmbeddedServers;
+import dev.handoff.testing.tools.EmbeddedServers;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;

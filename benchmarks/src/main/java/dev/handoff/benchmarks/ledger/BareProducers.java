@@ -1,8 +1,8 @@
 package dev.handoff.benchmarks.ledger;
 
 import dev.handoff.ledger.LedgerException;
-import dev.handoff.ledger.demo.LedgerServers;
-import dev.handoff.ledger.demo.TimedLog;
+import dev.handoff.testing.tools.LedgerServers;
+import dev.handoff.testing.tools.TimedLog;
 import java.sql.Connection;
 import java.util.concurrent.atomic.AtomicLong;
 

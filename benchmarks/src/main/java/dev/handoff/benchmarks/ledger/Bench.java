@@ -1,15 +1,16 @@
 package dev.handoff.benchmarks.ledger;
 
 import dev.handoff.consumer.ConsumerListener;
+import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.LedgerMigrations;
 import dev.handoff.ledger.PaymentEvents;
 import dev.handoff.ledger.PaymentService;
-import dev.handoff.ledger.demo.LedgerServers;
-import dev.handoff.ledger.demo.TimedLog;
 import dev.handoff.relay.Relay;
+import dev.handoff.testing.tools.LedgerServers;
+import dev.handoff.testing.tools.TimedLog;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -114,17 +115,15 @@ public final class Bench {
     /** A ledger consumer with these workers and batch size, counters not persisted. */
     LedgerConsumer ledgerConsumer(LedgerServers servers, String schema, String prefix, String name,
         ConsumerListener listener) {
-      return servers.ledgerConsumer()
+      return LedgerConsumer.of(StreamConsumer.builder(servers.dataSource(), servers.redisSpec())
           .schema(schema)
           .keyPrefix(prefix)
           .topic(topic())
+          .group(LedgerConsumer.DEFAULT_GROUP)
           .consumerName(name)
           .workers(workers)
           .batchSize(batch)
-          .block(Duration.ofMillis(500))
-          .persistStats(false)
-          .listener(listener)
-          .build();
+          .block(Duration.ofMillis(500)), servers.dataSource(), false, listener);
     }
   }
 

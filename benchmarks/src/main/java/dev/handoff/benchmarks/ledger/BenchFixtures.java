@@ -5,7 +5,7 @@ import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.LedgerMigrations;
 import dev.handoff.ledger.PaymentEvents;
-import dev.handoff.ledger.demo.Sql;
+import dev.handoff.testing.tools.Sql;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -4,8 +4,8 @@ import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.PaymentService;
-import dev.handoff.ledger.demo.LedgerServers;
-import dev.handoff.ledger.demo.TimedLog;
+import dev.handoff.testing.tools.LedgerServers;
+import dev.handoff.testing.tools.TimedLog;
 import dev.handoff.relay.Relay;
 import java.time.Duration;
 import java.util.List;
@@ -48,7 +48,7 @@ record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log, String
     ChargeRecorder charges = new ChargeRecorder(timings, spec.consumerLimit());
     LedgerConsumer consumer = config.ledgerConsumer(on(consumerDb), spec.schema(), spec.prefix(),
         "bench-" + spec.idPrefix().replace("-", ""), charges);
-    StreamConsumer probe = on(samplerDb).streamProbe(spec.schema(), spec.prefix(), config.topic(),
+    StreamConsumer probe = Probes.stream(samplerDb, servers.redisSpec(), spec.schema(), spec.prefix(), config.topic(),
         LedgerConsumer.DEFAULT_GROUP).statusScanLimit(1).build();
     relay.start();
     consumer.start();

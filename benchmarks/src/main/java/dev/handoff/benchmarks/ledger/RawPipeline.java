@@ -3,8 +3,8 @@ package dev.handoff.benchmarks.ledger;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.Payment;
-import dev.handoff.ledger.demo.LedgerServers;
-import dev.handoff.ledger.demo.TimedLog;
+import dev.handoff.testing.tools.LedgerServers;
+import dev.handoff.testing.tools.TimedLog;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -41,9 +41,8 @@ record RawPipeline(LedgerServers servers, Bench.Config config, TimedLog log, Str
     // Measurement only, as in the handoff run: a never-started consumer of the raw group, for its pending count, on
     // a data source that counts the sampler's transactions.
     CountingDataSource samplerDb = new CountingDataSource(servers.dataSource());
-    StreamConsumer probe = new LedgerServers(samplerDb, servers.redis(), servers.redisSpec()).streamProbe(schema,
-        prefix, config.topic(),
-            RawConsumerLoop.GROUP).statusScanLimit(1).build();
+    StreamConsumer probe = Probes.stream(samplerDb, servers.redisSpec(), schema, prefix, config.topic(),
+        RawConsumerLoop.GROUP).statusScanLimit(1).build();
     relay.start();
     consumers.start();
     RunSampler sampler = new RunSampler(samplerDb, probe, schema, origin, paid::get, consumers::charged, log);

@@ -1,6 +1,6 @@
 package dev.handoff.benchmarks.ledger;
 
-import dev.handoff.ledger.demo.TimedLog;
+import dev.handoff.testing.tools.TimedLog;
 
 /** The lines every end-to-end and raw run logs about its database commits and its consumer's round trips. */
 final class RunLog {

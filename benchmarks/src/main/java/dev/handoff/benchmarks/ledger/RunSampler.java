@@ -1,7 +1,7 @@
 package dev.handoff.benchmarks.ledger;
 
 import dev.handoff.consumer.StreamConsumer;
-import dev.handoff.ledger.demo.TimedLog;
+import dev.handoff.testing.tools.TimedLog;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;

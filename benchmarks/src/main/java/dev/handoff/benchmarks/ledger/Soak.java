@@ -3,6 +3,7 @@ package dev.handoff.benchmarks.ledger;
 import dev.handoff.consumer.ConsumerListener;
 import dev.handoff.consumer.InboundMessage;
 import dev.handoff.consumer.InboxRetention;
+import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.ShardId;
 import dev.handoff.core.StreamFormat;
@@ -15,11 +16,11 @@ import dev.handoff.ledger.LedgerMigrations;
 import dev.handoff.ledger.Payment;
 import dev.handoff.ledger.PaymentEvents;
 import dev.handoff.ledger.PaymentService;
-import dev.handoff.ledger.demo.LedgerServers;
 import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.relay.Relay;
 import dev.handoff.relay.RelayListener;
 import dev.handoff.relay.RetentionReport;
+import dev.handoff.testing.tools.LedgerServers;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -140,10 +141,10 @@ public final class Soak {
         .withDedupWindow(config.dedupWindow()).withPurgeInterval(Duration.ofSeconds(10));
     List<LedgerConsumer> consumers = new ArrayList<>();
     for (int i = 0; i < 2; i++) {
-      consumers.add(servers.ledgerConsumer().schema(schema).keyPrefix(config.keyPrefix()).topic(config.topic())
+      consumers.add(LedgerConsumer.of(StreamConsumer.builder(servers.dataSource(), servers.redisSpec())
+          .schema(schema).keyPrefix(config.keyPrefix()).topic(config.topic()).group(LedgerConsumer.DEFAULT_GROUP)
           .consumerName("soak-" + i).workers(config.workers()).batchSize(config.batch()).block(Duration.ofMillis(500))
-          .persistStats(false).inboxRetention(inbox)
-          .listener(new ConsumerListener() {
+          .inboxRetention(inbox), servers.dataSource(), false, new ConsumerListener() {
             @Override
             public void handled(InboundMessage m) {
               Long at = m.key() == null ? null : committedAt.remove(m.key());
@@ -152,7 +153,7 @@ public final class Soak {
               }
               charged.incrementAndGet();
             }
-          }).build());
+          }));
     }
     relay.start();
     consumers.forEach(LedgerConsumer::start);

@@ -3,6 +3,8 @@ package dev.handoff.ledger.demo;
 import dev.handoff.core.Transport;
 import dev.handoff.ledger.LedgerAudit;
 import dev.handoff.ledger.LedgerException;
+import dev.handoff.testing.tools.LedgerServers;
+import dev.handoff.testing.tools.TimedLog;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.List;

@@ -6,6 +6,7 @@ import dev.handoff.ledger.PaymentEvents;
 import dev.handoff.relay.Relay;
 import dev.handoff.relay.RelayBuilder;
 import dev.handoff.relay.RelayFaults;
+import dev.handoff.testing.tools.LedgerServers;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -55,7 +56,7 @@ final class DemoCast {
   }
 
   LedgerConsumer ledger(String name, ConsumerFaults faults) {
-    LedgerConsumer c = servers.ledgerConsumer()
+    LedgerConsumer c = new LedgerConsumerBuilder(servers.dataSource(), servers.redisSpec())
         .faults(faults)
         .schema(config.schema())
         .keyPrefix(config.keyPrefix())

@@ -9,14 +9,16 @@ import dev.handoff.ledger.cli.LedgerCli;
 import dev.handoff.ledger.cli.Logging;
 import dev.handoff.ledger.cli.TransportOption;
 import dev.handoff.migrations.HandoffMigrations;
+import dev.handoff.testing.tools.EmbeddedServers;
+import dev.handoff.testing.tools.LedgerServers;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
+import picocli.CommandLine;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.UnifiedJedis;
 

@@ -5,6 +5,7 @@ import dev.handoff.core.ShardId;
 import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.relay.Relay;
 import dev.handoff.relay.RelayFaults;
+import dev.handoff.testing.tools.TimedLog;
 import dev.handoff.testkit.ConsumerTestKit;
 import dev.handoff.testkit.KillSwitch;
 import dev.handoff.testkit.SimulatedCrash;

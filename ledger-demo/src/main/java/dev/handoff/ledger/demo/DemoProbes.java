@@ -1,11 +1,13 @@
 package dev.handoff.ledger.demo;
 
+import dev.handoff.consumer.ConsumerBuilder;
 import dev.handoff.consumer.ListConsumer;
 import dev.handoff.consumer.StreamConsumer;
 import dev.handoff.consumer.status.ConsumerStatus;
 import dev.handoff.consumer.status.ListStatus;
 import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.PaymentEvents;
+import dev.handoff.testing.tools.LedgerServers;
 
 /**
  * Whether the demo's consumers have finished: never-started consumers of the ledger's group and the naive group
@@ -21,12 +23,20 @@ final class DemoProbes implements AutoCloseable {
     String schema = config.schema();
     String prefix = config.keyPrefix();
     boolean onLists = config.lists();
-    this.ledger = onLists ? null
-        : servers.streamProbe(schema, prefix, PaymentEvents.TOPIC_CONFIG, LedgerConsumer.DEFAULT_GROUP).build();
-    this.naive = onLists ? null
-        : servers.streamProbe(schema, prefix, PaymentEvents.TOPIC_CONFIG, NaiveConsumer.DEFAULT_GROUP).build();
-    this.lists = onLists
-        ? servers.listProbe(schema, prefix, PaymentEvents.TOPIC_CONFIG, LedgerConsumer.DEFAULT_GROUP).build() : null;
+    this.ledger = onLists ? null : probe(StreamConsumer.builder(servers.dataSource(), servers.redisSpec()), schema,
+        prefix, LedgerConsumer.DEFAULT_GROUP).build();
+    this.naive = onLists ? null : probe(StreamConsumer.builder(servers.dataSource(), servers.redisSpec()), schema,
+        prefix, NaiveConsumer.DEFAULT_GROUP).build();
+    this.lists = onLists ? probe(ListConsumer.builder(servers.dataSource(), servers.redisSpec()), schema, prefix,
+        LedgerConsumer.DEFAULT_GROUP).build() : null;
+  }
+
+  /** A consumer of {@code group} that is only asked for its status: never started, it reads and handles nothing. */
+  private static <B extends ConsumerBuilder<B>> B probe(B builder, String schema, String prefix, String group) {
+    return builder.schema(schema).keyPrefix(prefix).topic(PaymentEvents.TOPIC_CONFIG).group(group)
+        .batchHandler((tx, messages) -> {
+          throw new IllegalStateException("a probe never handles messages");
+        });
   }
 
   /** Nothing left to deliver or in flight, and the dead letters are the poison payment's one (none for naive). */

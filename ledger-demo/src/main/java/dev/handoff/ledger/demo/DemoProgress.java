@@ -3,6 +3,8 @@ package dev.handoff.ledger.demo;
 import dev.handoff.core.ListFormat;
 import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.PaymentEvents;
+import dev.handoff.testing.tools.Sql;
+import dev.handoff.testing.tools.TimedLog;
 import redis.clients.jedis.UnifiedJedis;
 
 /** The demo's progress line: payments paid, published and charged, what the consumers skipped, reclaimed, gave up. */

@@ -6,6 +6,8 @@ import dev.handoff.core.StreamMessage;
 import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.PaymentEvents;
+import dev.handoff.testing.tools.LedgerServers;
+import dev.handoff.testing.tools.TimedLog;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

@@ -5,6 +5,8 @@ import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.PaymentEvents;
 import dev.handoff.ledger.PaymentService;
 import dev.handoff.relay.Relay;
+import dev.handoff.testing.tools.LedgerServers;
+import dev.handoff.testing.tools.TimedLog;
 import java.time.Duration;
 
 /**

@@ -6,6 +6,8 @@ import dev.handoff.ledger.LedgerAudit;
 import dev.handoff.ledger.LedgerConsumer;
 import dev.handoff.ledger.LedgerException;
 import dev.handoff.ledger.PaymentEvents;
+import dev.handoff.testing.tools.LedgerServers;
+import dev.handoff.testing.tools.Sql;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;

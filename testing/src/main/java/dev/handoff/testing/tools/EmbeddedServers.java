@@ -1,6 +1,5 @@
-package dev.handoff.ledger.demo;
+package dev.handoff.testing.tools;
 
-import dev.handoff.ledger.LedgerException;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -65,7 +64,7 @@ public final class EmbeddedServers implements AutoCloseable {
       return new EmbeddedServers(pg, server, port);
     } catch (IOException | RuntimeException e) {
       closeQuietly(pg);
-      throw new LedgerException("could not start the embedded servers: " + e.getMessage(), e);
+      throw new IllegalStateException("could not start the embedded servers: " + e.getMessage(), e);
     }
   }
 

@@ -1,6 +1,5 @@
-package dev.handoff.ledger.demo;
+package dev.handoff.testing.tools;
 
-import dev.handoff.ledger.LedgerException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -10,7 +9,7 @@ import javax.sql.DataSource;
 
 /**
  * One statement at a time on a connection of its own, for the counts and the set-up of the demo and the benchmark;
- * a failure is a {@link LedgerException} that says whose statement failed.
+ * a failure is an {@link IllegalStateException} that says whose statement failed.
  *
  * @param purpose who runs the statements, for the message of a failure ("demo", "benchmark")
  */
@@ -28,7 +27,7 @@ public record Sql(DataSource dataSource, String purpose) {
         return rs.getLong(1);
       }
     } catch (SQLException e) {
-      throw new LedgerException(purpose + " query failed: " + e.getMessage(), e);
+      throw new IllegalStateException(purpose + " query failed: " + e.getMessage(), e);
     }
   }
 
@@ -37,7 +36,7 @@ public record Sql(DataSource dataSource, String purpose) {
     try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
       s.execute(sql);
     } catch (SQLException e) {
-      throw new LedgerException(purpose + " statement failed: " + e.getMessage(), e);
+      throw new IllegalStateException(purpose + " statement failed: " + e.getMessage(), e);
     }
   }
 }

@@ -1,4 +1,4 @@
-package dev.handoff.ledger.demo;
+package dev.handoff.testing.tools;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
