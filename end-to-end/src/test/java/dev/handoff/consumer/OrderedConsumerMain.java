@@ -2,17 +2,20 @@ package dev.handoff.consumer;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.core.RedisConnectionSpec;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A consumer process of an ordered group, for {@code OrderedProcessesTest}: it runs until SIGTERM and records its
  * effects as {@link OrderedTopic} does. Given a message key and number to hold, its handler prints
- * {@code HOLDING <message id>} when it reaches that message and then sleeps inside the batch's transaction for the
- * given time, so that the test can freeze or kill the process while it holds a batch.
+ * {@code HOLDING <message id>} when it reaches that message and then holds the batch's transaction open until a line
+ * arrives on its standard input, so that the test can freeze or kill the process while it holds a batch, and let
+ * it go on (try to commit) when it chooses.
  *
- * <p>Arguments: jdbcUrl user password schema keyPrefix redisUri topic shards group name workers holdKey holdSeq
- * holdMillis.
+ * <p>Arguments: jdbcUrl user password schema keyPrefix redisUri topic shards group name workers holdKey holdSeq.
  */
 public final class OrderedConsumerMain {
 
@@ -35,14 +38,14 @@ public final class OrderedConsumerMain {
     String name = args[9];
     String holdKey = args[11];
     int holdSeq = Integer.parseInt(args[12]);
-    long holdMillis = Long.parseLong(args[13]);
     MessageHandler record = OrderedTopic.effect(schema, "ordered_effect_" + topic.replace('-', '_'), name, shards);
     AtomicBoolean held = new AtomicBoolean();
     MessageHandler handler = (tx, m) -> {
       if (m.key().equals(holdKey) && OrderedTopic.seqOf(m) == holdSeq && held.compareAndSet(false, true)) {
         System.out.println("HOLDING " + m.messageId());
         System.out.flush();
-        Thread.sleep(holdMillis);
+        // Held until the test says so (or kills the process): no timing of its own.
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
       }
       record.handle(tx, m);
     };

@@ -44,8 +44,8 @@ class OrderedProcessesTest {
   @Test
   void twoProcessesOfTwoWorkersApplyTwentyThousandMessagesOfFiveHundredKeysInEachKeysOrderOnce() throws Exception {
     OrderedTopic t = new OrderedTopic(env, "o-many", 8);
-    start(t, "many", "p1", 2, "none", 0, 0);
-    start(t, "many", "p2", 2, "none", 0, 0);
+    start(t, "many", "p1", 2, "none", 0);
+    start(t, "many", "p2", 2, "none", 0);
     List<StreamMessage> messages = t.publish(env.redis(), 500, 40);
     ConsumerTestKit.await("20,000 effects", DEADLINE, () -> t.effects() == messages.size());
     assertThat(t.doubleEffects()).isZero();
@@ -59,7 +59,7 @@ class OrderedProcessesTest {
   @Test
   void anOwnerFrozenPastItsLeaseWhileHoldingABatchCannotCommitOnceThawedAndOrderHolds() throws Exception {
     OrderedTopic t = new OrderedTopic(env, "o-frozen", 4);
-    Child a = start(t, "g", "a", 2, "key-3", 2, 10_000);
+    Child a = start(t, "g", "a", 2, "key-3", 2);
     List<StreamMessage> messages = t.publish(env.redis(), 20, 10);
     UUID held = a.awaitHolding();
     a.signal("STOP");
@@ -70,6 +70,7 @@ class OrderedProcessesTest {
       // Thawed: its batch cannot commit (PostgreSQL ended its idle transaction, and the fence finds b's epoch), and it
       // learns that it lost its shards.
       a.signal("CONT");
+      a.release(); // its handler returns, and its batch tries to commit
       a.awaitLog("lost shard");
     }
     assertThat(env.queryList("SELECT consumer FROM " + t.effects + " WHERE message_id = ?", String.class, held))
@@ -83,7 +84,7 @@ class OrderedProcessesTest {
   @Test
   void anOwnerKilledMidBatchLeavesItsPendingEntriesToItsSuccessorWhoSettlesThemFirstInOrder() throws Exception {
     OrderedTopic t = new OrderedTopic(env, "o-killed", 4);
-    Child a = start(t, "k", "a", 2, "key-5", 3, 60_000);
+    Child a = start(t, "k", "a", 2, "key-5", 3);
     List<StreamMessage> messages = t.publish(env.redis(), 20, 10);
     UUID held = a.awaitHolding();
     a.kill();
@@ -100,8 +101,7 @@ class OrderedProcessesTest {
     assertThat(t.outOfStreamOrder()).isZero();
   }
 
-  private Child start(OrderedTopic t, String group, String name, int workers, String holdKey, int holdSeq,
-      long holdMillis)
+  private Child start(OrderedTopic t, String group, String name, int workers, String holdKey, int holdSeq)
       throws IOException {
     Path log = Files.createTempFile("ordered-" + name + "-", ".log");
     List<String> command = List.of(
@@ -110,7 +110,7 @@ class OrderedProcessesTest {
         "-cp", System.getProperty("java.class.path"), OrderedConsumerMain.class.getName(),
         env.postgres().jdbcUrl(), String.valueOf(env.postgres().user()), String.valueOf(env.postgres().password()),
         env.schema(), env.keyPrefix(), env.redisUri().toString(), t.topic, String.valueOf(t.shards), group, name,
-        String.valueOf(workers), holdKey, String.valueOf(holdSeq), String.valueOf(holdMillis));
+        String.valueOf(workers), holdKey, String.valueOf(holdSeq));
     Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     Child child = new Child(name, process, log);
     children.add(child);
@@ -140,6 +140,12 @@ class OrderedProcessesTest {
       awaitLog("HOLDING ");
       String line = log().lines().filter(l -> l.startsWith("HOLDING ")).findFirst().orElseThrow();
       return UUID.fromString(line.substring("HOLDING ".length()).strip());
+    }
+
+    /** Lets the handler that holds its batch return (a line on the child's standard input). */
+    void release() throws IOException {
+      process.getOutputStream().write("go\n".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      process.getOutputStream().flush();
     }
 
     /** Sends SIGSTOP or SIGCONT. */

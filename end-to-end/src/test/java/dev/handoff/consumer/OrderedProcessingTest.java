@@ -20,6 +20,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
@@ -175,29 +178,24 @@ class OrderedProcessingTest {
     List<StreamMessage> first = t.publish(env.redis(), 40, 5);
     Set<String> seen = ConcurrentHashMap.newKeySet();
     List<String> violations = new ArrayList<>();
-    Thread sampler = new Thread(() -> {
-      while (!Thread.currentThread().isInterrupted()) {
-        // One row per shard holds its one owner; a live owner must be one of the consumers that run.
-        for (String owner : env.queryList("SELECT owner FROM consumer_lease WHERE consumer_group = 'g' AND topic = ?"
-            + " AND expires_at > now()", String.class, t.topic)) {
-          seen.add(owner);
-          if (!owner.equals("a") && !owner.equals("b")) {
-            synchronized (violations) {
-              violations.add(owner);
-            }
+    // Reads the lease table every 20 ms throughout: one row per shard holds its one owner, and a live owner must be
+    // one of the consumers that run.
+    ScheduledExecutorService sampler = Executors.newSingleThreadScheduledExecutor();
+    Runnable sample = () -> {
+      for (String owner : env.queryList("SELECT owner FROM consumer_lease WHERE consumer_group = 'g' AND topic = ?"
+          + " AND expires_at > now()", String.class, t.topic)) {
+        seen.add(owner);
+        if (!owner.equals("a") && !owner.equals("b")) {
+          synchronized (violations) {
+            violations.add(owner);
           }
         }
-        try {
-          Thread.sleep(20);
-        } catch (InterruptedException e) {
-          return;
-        }
       }
-    });
+    };
     StreamConsumer a = t.consumer("g", "a").workers(2).batchSize(10).build();
     StreamConsumer b = null;
     try {
-      sampler.start();
+      sampler.scheduleWithFixedDelay(sample, 0, 20, TimeUnit.MILLISECONDS);
       a.start();
       ConsumerTestKit.await("a holds every shard", DEADLINE, () -> owners(t, "a") == 8);
       ConsumerTestKit.await("the first messages applied", DEADLINE, () -> t.effects() == first.size());
@@ -215,8 +213,8 @@ class OrderedProcessingTest {
       ConsumerTestKit.await("the third messages applied", DEADLINE,
           () -> t.effects() == first.size() + second.size() + third.size());
     } finally {
-      sampler.interrupt();
-      sampler.join();
+      sampler.shutdown();
+      assertThat(sampler.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
       a.close();
       if (b != null) {
         b.close();

@@ -353,7 +353,10 @@ public final class RelayBuilder {
    */
   public Relay build() {
     RelayConfig config = config();
-    return build(config, RedisClients.open(redis, REDIS_CONNECTIONS, REDIS_POOL_WAIT, "handoff-relay"));
+    RelayCollaborators collaborators = collaborators();
+    return RelayFactory.create(dataSource, notificationDataSource,
+        RedisClients.open(redis, REDIS_CONNECTIONS, REDIS_POOL_WAIT, "handoff-relay"), config, collaborators,
+        meterRegistry, metricsRefreshInterval);
   }
 
   /**
@@ -361,7 +364,8 @@ public final class RelayBuilder {
    * here. Package-private: a test of the relay's Redis round trips counts them on a client of its own.
    */
   Relay buildOn(UnifiedJedis client) {
-    return build(config(), client);
+    return RelayFactory.create(dataSource, notificationDataSource, client, config(), collaborators(), meterRegistry,
+        metricsRefreshInterval);
   }
 
   private RelayConfig config() {
@@ -379,17 +383,10 @@ public final class RelayBuilder {
         new RelayConfig.Checks(backlogAgeThreshold, pauseOnDatabaseRewind));
   }
 
-  private Relay build(RelayConfig config, UnifiedJedis client) {
-    RelayCollaborators collaborators;
-    try {
-      collaborators = new RelayCollaborators(Objects.requireNonNull(listener, "listener"),
-          Objects.requireNonNull(clock, "clock"), faults);
-    } catch (RuntimeException e) {
-      client.close();
-      throw e;
-    }
-    return RelayFactory.create(dataSource, notificationDataSource, client, config, collaborators, meterRegistry,
-        metricsRefreshInterval);
+  /** The listener, clock and fault hooks: checked before any Redis client is opened. */
+  private RelayCollaborators collaborators() {
+    return new RelayCollaborators(Objects.requireNonNull(listener, "listener"), Objects.requireNonNull(clock, "clock"),
+        faults);
   }
 
   private static Duration half(Duration interval) {

@@ -2,6 +2,7 @@ package dev.handoff.benchmarks.consumer;
 
 import dev.handoff.migrations.HandoffMigrations;
 import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.Statement;
 import javax.sql.DataSource;
 import redis.clients.jedis.RedisClient;
@@ -11,6 +12,15 @@ import redis.clients.jedis.params.ScanParams;
 final class BenchSchema {
 
   private BenchSchema() {}
+
+  /** The rows of {@code table}. */
+  static long count(DataSource ds, String table) throws Exception {
+    try (Connection c = ds.getConnection(); Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT count(*) FROM " + table)) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
 
   /** Drops and migrates {@code schema}, creates {@code table} ({@code CREATE TABLE} text) and deletes the keys. */
   static void reset(DataSource ds, RedisClient redis, String schema, String keyPrefix, String table)

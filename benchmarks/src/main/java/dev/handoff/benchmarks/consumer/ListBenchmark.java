@@ -13,8 +13,6 @@ import dev.handoff.testing.TestServers;
 import java.net.URI;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -91,7 +89,7 @@ public final class ListBenchmark {
             ? startList(ds, address, topic, handler)
             : startStream(ds, address, topic, handler)) {
       relay.start();
-      while (count(ds) < n) {
+      while (BenchSchema.count(ds, SCHEMA + ".ledger") < n) {
         Thread.sleep(10);
       }
       return n / ((System.nanoTime() - start) / 1e9);
@@ -112,13 +110,7 @@ public final class ListBenchmark {
     return c;
   }
 
-  private static long count(HikariDataSource ds) throws Exception {
-    try (Connection c = ds.getConnection(); Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery("SELECT count(*) FROM " + SCHEMA + ".ledger")) {
-      rs.next();
-      return rs.getLong(1);
-    }
-  }
+
 
   private static void reset(HikariDataSource ds, RedisClient redis) throws Exception {
     BenchSchema.reset(ds, redis, SCHEMA, PREFIX, "CREATE TABLE " + SCHEMA + ".ledger (id bigserial PRIMARY KEY,"

@@ -102,7 +102,7 @@ public final class OrderedBenchmark {
   private static double flatOut(HikariDataSource ds, boolean ordered, int n) throws Exception {
     long start = System.nanoTime();
     try (Relay relay = relay(ds); StreamConsumer consumer = consumer(ds, ordered)) {
-      while (count(ds) < n) {
+      while (BenchSchema.count(ds, SCHEMA + ".charge") < n) {
         Thread.sleep(10);
       }
       return n / ((System.nanoTime() - start) / 1e9);
@@ -143,7 +143,7 @@ public final class OrderedBenchmark {
       }
       sessions.shutdown();
       sessions.awaitTermination(seconds + 60L, TimeUnit.SECONDS);
-      while (count(ds) < sent.get()) {
+      while (BenchSchema.count(ds, SCHEMA + ".charge") < sent.get()) {
         Thread.sleep(10);
       }
     }
@@ -185,13 +185,7 @@ public final class OrderedBenchmark {
     return out.toString().strip();
   }
 
-  private static long count(HikariDataSource ds) throws Exception {
-    try (Connection c = ds.getConnection(); Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery("SELECT count(*) FROM " + SCHEMA + ".charge")) {
-      rs.next();
-      return rs.getLong(1);
-    }
-  }
+
 
   private static void reset(HikariDataSource ds, RedisClient redis) throws Exception {
     BenchSchema.reset(ds, redis, SCHEMA, PREFIX, "CREATE TABLE " + SCHEMA + ".charge (id bigserial PRIMARY KEY,"

@@ -153,17 +153,14 @@ public final class DefaultStreamConsumer extends AbstractConsumer implements Str
     List<ConsumerStatus.StreamStatus> streams = inspector.streams(collaborators.clock().millis(),
         streamSettings.statusScanLimit());
     long dead;
-    try (Connection c = dataSource.getConnection()) {
-      dead = deadLetters.countDead(c);
-    } catch (SQLException e) {
-      throw new ConsumerException("could not count the dead letters of consumer group '" + config.group() + "'", e);
-    }
     List<OrderedShard> shards;
     try (Connection c = dataSource.getConnection()) {
+      dead = deadLetters.countDead(c);
       // Read for any group, so that an operator's status shows an ordered group's shards from a plain probe.
       shards = shardLeases.status(c);
     } catch (SQLException e) {
-      throw new ConsumerException("could not read the shard leases of consumer group '" + config.group() + "'", e);
+      throw new ConsumerException("could not read the dead letters and shard leases of consumer group '"
+          + config.group() + "'", e);
     }
     return new ConsumerStatus(config.group(), config.topic().name(), streams, dead, reporter().duplicatesSkipped(),
         pausedOf(workers), shards);

@@ -39,11 +39,6 @@ final class OrderedIsolation {
     }
   }
 
-  /** Whether {@code d} is exhausted now: this delivery was its last. */
-  private boolean exhausted(Delivery d, Mode mode) {
-    return mode.isFinal(d, config);
-  }
-
   /**
    * Puts the failure of {@code u} where it belongs, queueing what is tried next.
    *
@@ -82,7 +77,8 @@ final class OrderedIsolation {
     }
     Unit first = part(u, before);
     boolean skipped = culprit.id.equals(ordered.skipStreamId());
-    if (skipped || exhausted(culprit, mode) && ordered.deadLetterExhausted()) {
+    boolean exhausted = mode.isFinal(culprit, config);
+    if (skipped || exhausted && ordered.deadLetterExhausted()) {
       List<Dead> dead = new ArrayList<>(first.dead());
       dead.add(new Dead(culprit, skipped
           ? "dead-lettered by an operator (handoff ordered resume --skip) after " + culprit.deliveries
@@ -93,7 +89,7 @@ final class OrderedIsolation {
       return;
     }
     out.failed.add(new Failure(culprit, cause));
-    out.stoppedHead = exhausted(culprit, mode);
+    out.stoppedHead = exhausted;
     out.deferred.addAll(after);
     queue.addFirst(first);
   }

@@ -153,13 +153,11 @@ final class BatchMarks {
       if (status == EntryStatus.ADDED || status == EntryStatus.ALREADY_PRESENT) {
         present.add(row);
         oldestCreated = Math.min(oldestCreated, row.createdAt().toEpochMilli());
-      } else if (status == EntryStatus.NOT_SENT) {
-        // Not written (the list is full). A pending batch is cleared below, so these rows lose their IDs and are
-        // assigned again (in id order, ahead of anything newer); re-published rows keep theirs and wait.
-        continue;
-      } else {
+      } else if (status.refused()) {
         refused.add(row);
       }
+      // NOT_SENT: not written (the list is full). A pending batch is cleared below, so these rows lose their IDs and
+      // are assigned again (in id order, ahead of anything newer); re-published rows keep theirs and wait.
     }
     return new Sorted(present, refused, oldestCreated, alreadyPresent, heldByOther);
   }
@@ -169,7 +167,7 @@ final class BatchMarks {
    * and their re-queue depends on what the mark found. Such a batch is recorded with a {@link RoundTrip#atOnce}.
    */
   static boolean needsMarkOutcome(Written w) {
-    return !sort(w).refused().isEmpty();
+    return w.result().statuses().stream().anyMatch(EntryStatus::refused);
   }
 
   /** {@link #record} on its own, each statement committing as it runs (auto-commit); its outcome. */

@@ -23,7 +23,12 @@ interface RedisTransport {
     /** Refused and absent (streams only): the row gets a fresh ID. */
     REFUSED_ABSENT,
     /** Not written because the target is full (lists only): the row stays in the outbox for a later attempt. */
-    NOT_SENT
+    NOT_SENT;
+
+    /** Whether Redis refused the row's ID: the row is re-queued with a fresh one. */
+    boolean refused() {
+      return this == PRESENT_WITH_OTHER_MESSAGE || this == REFUSED_ABSENT;
+    }
   }
 
   /** The reply of a publish: {@code lost} when Redis no longer holds what the relay added before. */
