@@ -2,7 +2,9 @@ package dev.handoff.benchmarks;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.benchmarks.ledger.Bench;
+import dev.handoff.benchmarks.ledger.BenchPool;
 import dev.handoff.benchmarks.ledger.BenchReport;
+import dev.handoff.benchmarks.ledger.CpuPinning;
 import dev.handoff.benchmarks.ledger.Shape;
 import dev.handoff.benchmarks.ledger.Soak;
 import dev.handoff.benchmarks.ledger.SoakReport;
@@ -71,6 +73,12 @@ final class BenchCommand implements Callable<Integer> {
 
   @Option(names = "--overload", description = "also run producers ten times faster than rate-limited consumers")
   boolean overload;
+
+  @Option(names = "--pin-producers", description = "run the producer processes and their PostgreSQL backends on one"
+      + " half of the CPUs and everything else on the other (taskset; shapes of several processes, servers on this"
+      + " machine): the producer side then measures what the append costs, not the CPU the relay and consumers"
+      + " share")
+  boolean pinProducers;
 
   @Option(names = "--unsafe-fast-db", description = "run the embedded PostgreSQL with fsync, synchronous_commit and"
       + " full_page_writes off, as no production database runs (default: on, the production defaults; the report"
@@ -180,10 +188,15 @@ final class BenchCommand implements Callable<Integer> {
             parseDuration(soakDedupWindow, "--soak-dedup-window"), parseDuration(sampleEvery, "--sample-every"),
             schema, keyPrefix);
       } else {
+        if (pinProducers && parsedShapes.stream().anyMatch(sh -> sh.processes() == 1)) {
+          throw new IllegalArgumentException("--pin-producers pins producer processes: give only shapes of several"
+              + " processes, such as 4x8x1 (32 sessions in 4 processes)");
+        }
         config = new Bench.Config(rates, parseDuration(duration, "--duration"), parsedShapes, shards,
             workers, batch, payments, retained, overload, overloadRate, schema, keyPrefix, keep,
             parseDuration(outboxRetention, "--outbox-retention"),
-            parseDuration(maintenanceInterval, "--maintenance-interval"), wakeUps);
+            parseDuration(maintenanceInterval, "--maintenance-interval"), wakeUps,
+            pinProducers ? CpuPinning.halves() : null);
       }
     } catch (IllegalArgumentException e) {
       throw new LedgerException(e.getMessage());
@@ -203,7 +216,8 @@ final class BenchCommand implements Callable<Integer> {
       if (embeddedPostgres || embeddedRedis) {
         out.printf("started %s in %.1fs%n", servers.describe(), (System.nanoTime() - t0) / 1e9);
       }
-      try (HikariDataSource db = Connections.database(jdbc, sessions + workers + 8, "ledger-bench");
+      // An application's pool, full before the first run (BenchPool): the producers, relay and consumers share it.
+      try (HikariDataSource db = BenchPool.open(jdbc, sessions + workers + 8, "ledger-bench");
           RedisClient redis = Connections.redis(redisAt, 16)) {
         // handoff's own connections (relay, consumers): the URL's server and login, 5 s timeouts.
         RedisConnectionSpec handoffRedis = redisSpec(redisAt);

@@ -43,11 +43,13 @@ public final class Bench {
   /**
    * What the benchmark runs with. {@code rate 0} is flat out. {@code outboxRetention} and {@code maintenanceInterval}
    * are the end-to-end relays' (a short retention keeps the outbox purge deleting at the append rate, to measure
-   * what it costs).
+   * what it costs). {@code pinned}, unless null, runs the producer processes and their backends on CPUs of their own
+   * ({@link CpuPinning}).
    */
   public record Config(List<Double> rates, Duration duration, List<Shape> shapes, int shards,
       int workers, int batch, int payments, long retained, boolean overload, double overloadRate, String schema,
-      String keyPrefix, boolean keep, Duration outboxRetention, Duration maintenanceInterval, int wakeUps) {
+      String keyPrefix, boolean keep, Duration outboxRetention, Duration maintenanceInterval, int wakeUps,
+      CpuPinning.Split pinned) {
 
     public Config {
       rates = List.copyOf(rates);
@@ -85,7 +87,7 @@ public final class Bench {
     /** This configuration with {@code shape} first. */
     Config withShape(Shape shape) {
       return new Config(rates, duration, List.of(shape), shards, workers, batch, payments, retained, overload,
-          overloadRate, schema, keyPrefix, keep, outboxRetention, maintenanceInterval, wakeUps);
+          overloadRate, schema, keyPrefix, keep, outboxRetention, maintenanceInterval, wakeUps, pinned);
     }
 
     TopicConfig topic() {
@@ -220,33 +222,16 @@ public final class Bench {
     List<Run> runs = new ArrayList<>();
     List<RawRun> raw = new ArrayList<>();
     List<ProducerSide> sides = new ArrayList<>();
-    int i = 1;
-    for (Shape shape : config.shapes()) {
-      Config shaped = config.withShape(shape);
-      EndToEnd shapedRun = new EndToEnd(servers, shaped, log, jdbcUrl);
-      RawPipeline rawPipeline = new RawPipeline(servers, shaped, log, jdbcUrl);
-      for (double rate : config.rates()) {
-        String name = shape + ", " + (rate == 0 ? "flat out" : String.format("%,.0f/s", rate));
-        Run run = shapedRun.run(new EndToEnd.Spec("run " + i + " (" + name + ")", config.schema(),
-            config.keyPrefix(), "r" + i + "-", rate, 0, true));
-        runs.add(run);
-        int n = i;
-        // Right after the handoff run, on the same servers and settings, in a schema and key prefix of its own.
-        RawRun rawRun = inAux(fixtures, "raw", BenchFixtures.History.FULL, (schema, prefix) -> rawPipeline.run(
-            "raw run " + n + " (" + name + ")", schema, prefix, "w" + n + "-", rate));
-        raw.add(rawRun);
-        log.printf("end-to-end vs raw pipeline (%s): %.0f%% of raw's %,.0f/s%n", name,
-            100 * run.endToEnd() / rawRun.run().endToEnd(), rawRun.run().endToEnd());
-        if (rate == 0) {
-          double bare = inAux(fixtures, "bare", BenchFixtures.History.FULL, (schema, prefix) ->
-              new BareProducers(servers, shaped, log, jdbcUrl).run(schema, "b" + n + "-"));
-          ProducerSide side = new ProducerSide(shape, bare, rawRun.run().producedRate(), run.producedRate());
-          sides.add(side);
-          log.printf("producer side (%s): handoff %,.0f tx/s = %.0f%% of the same transactions without the"
-              + " outbox row (%,.0f tx/s); raw pipeline %.0f%%%n", shape, side.handoff() / shape.perTransaction(),
-              100 * side.handoff() / bare, bare / shape.perTransaction(), 100 * side.raw() / bare);
-        }
-        i++;
+    CpuPinning pinning = config.pinned() == null ? null : CpuPinning.apply(dataSource, redis, config.pinned());
+    if (pinning != null) {
+      log.event("producer processes and their backends on CPUs %s; this JVM, Redis and the rest of PostgreSQL on %s",
+          config.pinned().producerCpus(), config.pinned().otherCpus());
+    }
+    try {
+      runShapes(config, servers, fixtures, log, jdbcUrl, runs, raw, sides);
+    } finally {
+      if (pinning != null) {
+        pinning.close();
       }
     }
 
@@ -282,6 +267,40 @@ public final class Bench {
           new WakeUps(servers, config, log).measure(schema, prefix, config.wakeUps()));
     }
     return new Result(env, config, parts, runs, raw, sides, empty, retained, insertSeconds, overload, wakeUps);
+  }
+
+  /** Each shape at each rate: handoff's run, the raw pipeline's right after it and, flat out, the bare producers. */
+  private static void runShapes(Config config, LedgerServers servers, BenchFixtures fixtures, TimedLog log,
+      String jdbcUrl, List<Run> runs, List<RawRun> raw, List<ProducerSide> sides) {
+    int i = 1;
+    for (Shape shape : config.shapes()) {
+      Config shaped = config.withShape(shape);
+      EndToEnd shapedRun = new EndToEnd(servers, shaped, log, jdbcUrl);
+      RawPipeline rawPipeline = new RawPipeline(servers, shaped, log, jdbcUrl);
+      for (double rate : config.rates()) {
+        String name = shape + ", " + (rate == 0 ? "flat out" : String.format("%,.0f/s", rate));
+        Run run = shapedRun.run(new EndToEnd.Spec("run " + i + " (" + name + ")", config.schema(),
+            config.keyPrefix(), "r" + i + "-", rate, 0, true));
+        runs.add(run);
+        int n = i;
+        // Right after the handoff run, on the same servers and settings, in a schema and key prefix of its own.
+        RawRun rawRun = inAux(fixtures, "raw", BenchFixtures.History.FULL, (schema, prefix) -> rawPipeline.run(
+            "raw run " + n + " (" + name + ")", schema, prefix, "w" + n + "-", rate));
+        raw.add(rawRun);
+        log.printf("end-to-end vs raw pipeline (%s): %.0f%% of raw's %,.0f/s%n", name,
+            100 * run.endToEnd() / rawRun.run().endToEnd(), rawRun.run().endToEnd());
+        if (rate == 0) {
+          double bare = inAux(fixtures, "bare", BenchFixtures.History.FULL, (schema, prefix) ->
+              new BareProducers(servers, shaped, log, jdbcUrl).run(schema, "b" + n + "-"));
+          ProducerSide side = new ProducerSide(shape, bare, rawRun.run().producedRate(), run.producedRate());
+          sides.add(side);
+          log.printf("producer side (%s): handoff %,.0f tx/s = %.0f%% of the same transactions without the"
+              + " outbox row (%,.0f tx/s); raw pipeline %.0f%%%n", shape, side.handoff() / shape.perTransaction(),
+              100 * side.handoff() / bare, bare / shape.perTransaction(), 100 * side.raw() / bare);
+        }
+        i++;
+      }
+    }
   }
 
   /** {@code shape} with all its sessions in this JVM: how the scale checks and the overload run. */

@@ -4,7 +4,9 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.core.TopicConfig;
 import dev.handoff.ledger.PaymentEvents;
+import dev.handoff.ledger.Payment;
 import dev.handoff.ledger.PaymentService;
+import dev.handoff.outbox.Outbox;
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
 import java.io.InputStreamReader;
@@ -12,6 +14,12 @@ import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -22,6 +30,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code end <payments>}; a failure ends it with exit code 1.
  */
 public final class ProducerProcess {
+
+  /** Transactions each process runs and rolls back before it is ready. */
+  static final int WARM_UP_TRANSACTIONS = 2_000;
 
   /** What a producer transaction writes. */
   enum Mode { HANDOFF, RAW, BARE }
@@ -46,6 +57,7 @@ public final class ProducerProcess {
     pool.setJdbcUrl(args[1]);
     pool.setMaximumPoolSize(sessions);
     pool.setPoolName("bench-producer-process-" + index);
+    pool.addDataSourceProperty("ApplicationName", "bench-producer-process-" + index); // found in pg_stat_activity
     PrintWriter out = new PrintWriter(new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8)));
     AtomicLong paid = new AtomicLong();
     try (HikariDataSource db = new HikariDataSource(pool)) {
@@ -62,6 +74,11 @@ public final class ProducerProcess {
       flusher.setDaemon(true);
       flusher.start();
       db.getConnection().close(); // the pool is up before the start, not in the measured time
+      String cpus = System.getProperty(CpuPinning.PRODUCER_CPUS);
+      if (cpus != null) {
+        CpuPinning.pinBackends(backendPids(db, sessions), cpus);
+      }
+      warmUp(db, mode, schema, shards, sessions, perTransaction, idPrefix + "warm-" + index + "-");
       synchronized (out) {
         out.append("ready\n").flush();
       }
@@ -101,6 +118,72 @@ public final class ProducerProcess {
     synchronized (out) {
       out.append("end ").append(Long.toString(paid.get())).append('\n');
       out.flush();
+    }
+  }
+
+  /** The backend pids of all {@code sessions} connections of {@code db}, each held while the others are taken. */
+  private static List<Long> backendPids(HikariDataSource db, int sessions) throws SQLException {
+    List<Connection> held = new ArrayList<>();
+    List<Long> pids = new ArrayList<>();
+    try {
+      for (int i = 0; i < sessions; i++) {
+        Connection c = db.getConnection();
+        held.add(c);
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_backend_pid()")) {
+          rs.next();
+          pids.add(rs.getLong(1));
+        }
+      }
+    } finally {
+      for (Connection c : held) {
+        c.close();
+      }
+    }
+    return pids;
+  }
+
+  /**
+   * Runs {@link #WARM_UP_TRANSACTIONS} of this mode's transactions on all sessions and rolls each back: the JIT has
+   * compiled the driver's and the append's code before the start, as in a service that has been running (a cold JVM
+   * compiles for seconds, and on a small machine takes that CPU from the run). Nothing stays in the database.
+   */
+  private static void warmUp(HikariDataSource db, Mode mode, String schema, int shards, int sessions,
+      int perTransaction, String idPrefix) throws InterruptedException {
+    Outbox outbox = Outbox.builder().schema(schema).topic(TopicConfig.of(PaymentEvents.TOPIC).withShards(shards))
+        .build();
+    RawProducerBaseline inserts = new RawProducerBaseline(schema, shards);
+    AtomicLong next = new AtomicLong();
+    List<Thread> threads = new ArrayList<>();
+    List<Exception> failures = new CopyOnWriteArrayList<>();
+    for (int t = 0; t < sessions; t++) {
+      Thread thread = new Thread(() -> {
+        for (long n = next.getAndIncrement(); n < WARM_UP_TRANSACTIONS; n = next.getAndIncrement()) {
+          List<Payment> batch = BenchPayments.batch(idPrefix, n * perTransaction, perTransaction);
+          try (Connection tx = db.getConnection()) {
+            tx.setAutoCommit(false);
+            if (mode == Mode.HANDOFF) {
+              inserts.insertPayments(tx, batch);
+              outbox.appendAll(tx, batch.stream().map(PaymentEvents::created).toList());
+            } else if (mode == Mode.RAW) {
+              inserts.insert(tx, batch);
+            } else {
+              inserts.insertPayments(tx, batch);
+            }
+            tx.rollback();
+          } catch (SQLException | RuntimeException e) {
+            failures.add(e);
+            return;
+          }
+        }
+      }, "bench-producer-warm-up-" + t);
+      thread.start();
+      threads.add(thread);
+    }
+    for (Thread thread : threads) {
+      thread.join();
+    }
+    if (!failures.isEmpty()) {
+      throw new IllegalStateException("producer warm-up failed: " + failures.get(0), failures.get(0));
     }
   }
 }

@@ -37,15 +37,23 @@ final class ProducerProcesses implements ProducerRun {
    * {@code durationNanos}; they start together whatever their start-up took.
    */
   ProducerProcesses(Shape shape, String jdbcUrl, ProducerProcess.Mode mode, String schema, int shards,
-      String idPrefix, double rate, long durationNanos, PacedProducers.Committed committed) {
+      String idPrefix, double rate, long durationNanos, CpuPinning.Split pinned, PacedProducers.Committed committed) {
     this.ready = new CountDownLatch(shape.processes());
     String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
     for (int k = 0; k < shape.processes(); k++) {
-      List<String> command = List.of(java, "-Xmx256m", "-XX:+UseSerialGC", "-cp",
+      List<String> jvm = List.of(java, "-Xmx256m", "-XX:+UseSerialGC");
+      List<String> main = List.of("-cp",
           System.getProperty("java.class.path"), ProducerProcess.class.getName(), mode.name(), jdbcUrl, schema,
           Integer.toString(shards), Integer.toString(shape.sessions()), Integer.toString(shape.perTransaction()),
           Double.toString(rate / shape.processes()), Integer.toString(k), Integer.toString(shape.processes()),
           idPrefix);
+      List<String> command = new ArrayList<>();
+      if (pinned == null) {
+        command.addAll(jvm);
+        command.addAll(main);
+      } else {
+        command.addAll(pinned.onProducerCpus(jvm, main));
+      }
       try {
         Path errors = Files.createTempFile("bench-producer-" + k + "-", ".err");
         errors.toFile().deleteOnExit();

@@ -22,7 +22,7 @@ interface ProducerRun {
     long durationNanos = config.duration().toNanos();
     if (shape.processes() > 1) {
       return new ProducerProcesses(shape, jdbcUrl, mode, schema, config.shards(), idPrefix, rate, durationNanos,
-          committed);
+          config.pinned(), committed);
     }
     PacedProducers producers = new PacedProducers("bench-" + mode.name().toLowerCase() + "-producer-",
         shape.sessions(), shape.perTransaction(), rate);

@@ -5,8 +5,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.handoff.ledger.LedgerMigrations;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -34,7 +38,7 @@ class ProducerProcessesTest {
     AtomicLong duplicates = new AtomicLong();
     AtomicLong firstCommit = new AtomicLong(Long.MAX_VALUE);
     ProducerProcesses producers = new ProducerProcesses(Shape.parse("2x2x3"), env.postgres().jdbcUrl(),
-        ProducerProcess.Mode.BARE, env.schema(), 4, "procs-", 0, Duration.ofSeconds(2).toNanos(),
+        ProducerProcess.Mode.BARE, env.schema(), 4, "procs-", 0, Duration.ofSeconds(2).toNanos(), null,
         (base, count, nanos) -> {
           firstCommit.accumulateAndGet(nanos, Math::min);
           for (int i = 0; i < count; i++) {
@@ -64,6 +68,46 @@ class ProducerProcessesTest {
           assertThat(numbers).contains(blocks.get(j) * 3 + i);
         }
       }
+    }
+  }
+
+  /**
+   * With {@code --pin-producers} a producer process runs on the producers' CPUs, and so do its backends, while it
+   * writes: read from the kernel ({@code /proc/<pid>/status}) at its first commit.
+   */
+  @Test
+  void aPinnedProducerProcessAndItsBackendsRunOnTheProducersCpus() {
+    LedgerMigrations.migrate(env.dataSource(), env.schema());
+    Map<String, String> seen = new ConcurrentHashMap<>();
+    AtomicLong reported = new AtomicLong();
+    ProducerProcesses producers = new ProducerProcesses(Shape.parse("2x2x1"), env.postgres().jdbcUrl(),
+        ProducerProcess.Mode.BARE, env.schema(), 4, "pinned-", 0, Duration.ofSeconds(1).toNanos(),
+        new CpuPinning.Split("0", "0", "0"), (base, count, nanos) -> {
+          if (reported.getAndAdd(count) == 0) {
+            ProcessHandle.current().children()
+                .filter(p -> p.info().command().orElse("").endsWith("/java")) // the producers: this JVM's only
+                .forEach(p -> seen.put("process " + p.pid(), cpus(p.pid())));
+            for (long pid : env.queryList("SELECT pid::bigint FROM pg_stat_activity"
+                + " WHERE application_name LIKE 'bench-producer-process-%'", Long.class)) {
+              seen.put("backend " + pid, cpus(pid));
+            }
+          }
+        });
+    producers.join();
+
+    assertThat(producers.failure()).isNull();
+    assertThat(reported.get()).isPositive();
+    assertThat(seen.keySet().stream().filter(k -> k.startsWith("process"))).hasSize(2);
+    assertThat(seen.keySet().stream().filter(k -> k.startsWith("backend"))).hasSize(4);
+    assertThat(seen.values()).containsOnly("0");
+  }
+
+  private static String cpus(long pid) {
+    try {
+      return Files.readAllLines(Path.of("/proc", Long.toString(pid), "status")).stream()
+          .filter(l -> l.startsWith("Cpus_allowed_list:")).map(l -> l.substring(18).trim()).findFirst().orElse("?");
+    } catch (IOException e) {
+      return "gone";
     }
   }
 }
