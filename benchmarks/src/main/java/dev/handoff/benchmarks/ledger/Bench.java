@@ -228,6 +228,7 @@ public final class Bench {
           config.pinned().producerCpus(), config.pinned().otherCpus());
     }
     try {
+      warmUp(config, servers, fixtures, log, jdbcUrl);
       runShapes(config, servers, fixtures, log, jdbcUrl, runs, raw, sides);
     } finally {
       if (pinning != null) {
@@ -267,6 +268,22 @@ public final class Bench {
           new WakeUps(servers, config, log).measure(schema, prefix, config.wakeUps()));
     }
     return new Result(env, config, parts, runs, raw, sides, empty, retained, insertSeconds, overload, wakeUps);
+  }
+
+  /**
+   * One run of each pipeline at the first shape and rate, not reported: the JIT compiles what the runs execute
+   * before the first measured one, as in a service that has been running. Without it the first run, handoff's,
+   * paid for the compilation (measured at 2,000/s, 32x1: C2 took about 0.4 of a core for the first 12 s of
+   * handoff's run, then went quiet, and 2.5 s of the raw run that followed), on a machine it shares with everything.
+   */
+  private static void warmUp(Config config, LedgerServers servers, BenchFixtures fixtures, TimedLog log,
+      String jdbcUrl) {
+    Config shaped = config.withShape(config.shape());
+    double rate = config.rates().get(0);
+    inAux(fixtures, "warm", BenchFixtures.History.FULL, (schema, prefix) -> new EndToEnd(servers, shaped, log,
+        jdbcUrl).run(new EndToEnd.Spec("warm-up (not reported)", schema, prefix, "u-", rate, 0, true)));
+    inAux(fixtures, "warmraw", BenchFixtures.History.FULL, (schema, prefix) -> new RawPipeline(servers, shaped,
+        log, jdbcUrl).run("raw warm-up (not reported)", schema, prefix, "v-", rate));
   }
 
   /** Each shape at each rate: handoff's run, the raw pipeline's right after it and, flat out, the bare producers. */
