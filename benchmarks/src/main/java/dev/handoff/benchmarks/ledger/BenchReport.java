@@ -54,7 +54,12 @@ public final class BenchReport {
       }
       row(md, "PostgreSQL settings", pgs.toString());
       row(md, "Redis", e.redis() + " (" + e.redisSettings() + ")");
-      row(md, "servers", e.servers() + "; everything on this machine, sharing its cores");
+      row(md, "servers", e.servers() + "; everything on this machine, sharing its cores"
+          + (c.pinned() == null ? "" : " except that the producer processes and their backends run on CPUs "
+          + c.pinned().producerCpus() + " and everything else on " + c.pinned().otherCpus() + " (`--pin-producers`)"));
+      row(md, "pool", "HikariCP with the driver's defaults (`prepareThreshold` 5), shared by producers, relay and"
+          + " consumers, every connection open before the first run; one run of each pipeline at the first shape and"
+          + " rate, not reported, warms the JIT first");
       row(md, "producer shapes", c.shapes().stream().map(Shape::toString).collect(Collectors.joining(", "))
           + " (sessions x payments per transaction); every rate runs at each");
       row(md, "topic", c.shards() + " shards, one relay");
@@ -133,9 +138,9 @@ public final class BenchReport {
       md.append(producerSide(r));
       if (r.wakeUpMillis().length > 0) {
         double[] w = r.wakeUpMillis();
-        md.append(String.format(Locale.ROOT, "### First row after %d s idle%%n%%n%d times, one payment after %d s with"
+        md.append(String.format(Locale.ROOT, "### First row after %d s idle\n\n%d times, one payment after %d s with"
             + " nothing to do, its commit to its stream entry (a blocking `XREAD`): p50 %.1f ms, p99 %.1f ms, max"
-            + " %.1f ms.%%n%%n", WakeUps.IDLE_SECONDS, w.length, WakeUps.IDLE_SECONDS, WakeUps.pct(w, 0.50),
+            + " %.1f ms.\n\n", WakeUps.IDLE_SECONDS, w.length, WakeUps.IDLE_SECONDS, WakeUps.pct(w, 0.50),
             WakeUps.pct(w, 0.99), w[w.length - 1]));
       }
       files.add(svg(dir, RateChart.FILE, RateChart.svg(r)));
