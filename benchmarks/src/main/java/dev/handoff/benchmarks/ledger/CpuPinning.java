@@ -99,7 +99,7 @@ public final class CpuPinning implements AutoCloseable {
     } catch (SQLException e) {
       throw new LedgerException("--pin-producers: could not list PostgreSQL's processes: " + e.getMessage(), e);
     }
-    if (pids.isEmpty() || !Files.exists(Path.of("/proc", Long.toString(pids.get(0))))) {
+    if (pids.isEmpty() || !runsHere(pids.get(0), "postgres")) {
       throw new LedgerException("--pin-producers needs PostgreSQL on this machine; its processes are not here");
     }
     pids.add(parentOf(pids.get(0)));
@@ -115,10 +115,19 @@ public final class CpuPinning implements AutoCloseable {
     String info = redis.info("server");
     long pid = info.lines().filter(l -> l.startsWith("process_id:")).mapToLong(l -> Long.parseLong(l.substring(11)
         .trim())).findFirst().orElseThrow(() -> new LedgerException("--pin-producers: Redis did not say its pid"));
-    if (!Files.exists(Path.of("/proc", Long.toString(pid)))) {
+    if (!runsHere(pid, "redis")) {
       throw new LedgerException("--pin-producers needs Redis on this machine; its process " + pid + " is not here");
     }
     return pid;
+  }
+
+  /** Whether process {@code pid} of this machine is the server named: a pid from another machine may exist here. */
+  private static boolean runsHere(long pid, String name) {
+    try {
+      return Files.readString(Path.of("/proc", Long.toString(pid), "comm")).startsWith(name);
+    } catch (IOException e) {
+      return false;
+    }
   }
 
   private static long parentOf(long pid) {
