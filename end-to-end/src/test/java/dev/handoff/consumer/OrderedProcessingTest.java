@@ -19,12 +19,14 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.slf4j.Logger;
@@ -242,8 +244,8 @@ class OrderedProcessingTest {
     List<StreamMessage> messages = t.publish(env.redis(), 12, 3);
     StreamMessage poison = messages.get(5);
     int shard = t.shardOf(poison.key());
-    Set<java.util.UUID> cured = ConcurrentHashMap.newKeySet();
-    java.util.function.Function<String, MessageHandler> handlerOf = name -> (tx, m) -> {
+    Set<UUID> cured = ConcurrentHashMap.newKeySet();
+    Function<String, MessageHandler> handlerOf = name -> (tx, m) -> {
       if (m.messageId().equals(poison.messageId()) && !cured.contains(m.messageId())) {
         throw new IllegalStateException("poison");
       }

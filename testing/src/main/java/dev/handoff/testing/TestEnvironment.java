@@ -3,6 +3,7 @@ package dev.handoff.testing;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.migrations.HandoffMigrations;
+import dev.handoff.testing.tools.Sql;
 import java.net.URI;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -158,20 +159,7 @@ public final class TestEnvironment implements AutoCloseable {
 
   /** Runs a query that returns one number, such as a count, with the given parameters. */
   public long queryLong(String sql, Object... params) {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql)) {
-      for (int i = 0; i < params.length; i++) {
-        ps.setObject(i + 1, params[i]);
-      }
-      try (ResultSet rs = ps.executeQuery()) {
-        if (!rs.next()) {
-          throw new IllegalStateException("no row from: " + sql);
-        }
-        return rs.getLong(1);
-      }
-    } catch (SQLException e) {
-      throw new IllegalStateException(sql, e);
-    }
+    return new Sql(dataSource, "test").queryLong(sql, params);
   }
 
   /** Runs a query and returns its first column, each value as {@code type}. */

@@ -62,7 +62,8 @@ public final class ProducerProcess {
     AtomicLong paid = new AtomicLong();
     try (HikariDataSource db = new HikariDataSource(pool)) {
       PaymentService service = new PaymentService(db, schema, TopicConfig.of(PaymentEvents.TOPIC).withShards(shards));
-      RawProducerBaseline inserts = new RawProducerBaseline(schema, shards);
+      Writes writes = new Writes(mode, new RawProducerBaseline(schema, shards),
+          Outbox.builder().schema(schema).topic(TopicConfig.of(PaymentEvents.TOPIC).withShards(shards)).build());
       Thread flusher = new Thread(() -> {
         while (true) {
           BenchThreads.pause(200); // the parent's once-a-second sample sees commits within a fraction of a second
@@ -78,7 +79,7 @@ public final class ProducerProcess {
       if (cpus != null) {
         CpuPinning.pinBackends(backendPids(db, sessions), cpus);
       }
-      warmUp(db, mode, schema, shards, sessions, perTransaction, idPrefix + "warm-" + index + "-");
+      warmUp(db, writes, sessions, perTransaction, idPrefix + "warm-" + index + "-");
       synchronized (out) {
         out.append("ready\n").flush();
       }
@@ -95,11 +96,7 @@ public final class ProducerProcess {
         }
         try (Connection tx = db.getConnection()) {
           tx.setAutoCommit(false);
-          if (mode == Mode.RAW) {
-            inserts.insert(tx, batch);
-          } else {
-            inserts.insertPayments(tx, batch);
-          }
+          writes.write(tx, batch);
           tx.commit();
         }
       }, (base, count) -> BenchPayments.batch(idPrefix, base, count), (base, count, nanos) -> {
@@ -143,45 +140,48 @@ public final class ProducerProcess {
   }
 
   /**
+   * What one producer transaction of {@code mode} writes, before its commit. In the measured runs a HANDOFF
+   * transaction goes through the sample's {@code PaymentService} instead, which commits itself.
+   */
+  private record Writes(Mode mode, RawProducerBaseline inserts, Outbox outbox) {
+    void write(Connection tx, List<Payment> batch) throws SQLException {
+      switch (mode) {
+        case HANDOFF -> {
+          inserts.insertPayments(tx, batch);
+          outbox.appendAll(tx, batch.stream().map(PaymentEvents::created).toList());
+        }
+        case RAW -> inserts.insert(tx, batch);
+        case BARE -> inserts.insertPayments(tx, batch);
+      }
+    }
+  }
+
+  /**
    * Runs {@link #WARM_UP_TRANSACTIONS} of this mode's transactions on all sessions and rolls each back: the JIT has
    * compiled the driver's and the append's code before the start, as in a service that has been running (a cold JVM
    * compiles for seconds, and on a small machine takes that CPU from the run). Nothing stays in the database.
    */
-  private static void warmUp(HikariDataSource db, Mode mode, String schema, int shards, int sessions,
-      int perTransaction, String idPrefix) throws InterruptedException {
-    Outbox outbox = Outbox.builder().schema(schema).topic(TopicConfig.of(PaymentEvents.TOPIC).withShards(shards))
-        .build();
-    RawProducerBaseline inserts = new RawProducerBaseline(schema, shards);
+  private static void warmUp(HikariDataSource db, Writes writes, int sessions, int perTransaction, String idPrefix) {
     AtomicLong next = new AtomicLong();
     List<Thread> threads = new ArrayList<>();
     List<Exception> failures = new CopyOnWriteArrayList<>();
     for (int t = 0; t < sessions; t++) {
       Thread thread = new Thread(() -> {
-        for (long n = next.getAndIncrement(); n < WARM_UP_TRANSACTIONS; n = next.getAndIncrement()) {
-          List<Payment> batch = BenchPayments.batch(idPrefix, n * perTransaction, perTransaction);
+        for (long n = next.getAndIncrement(); n < WARM_UP_TRANSACTIONS && failures.isEmpty();
+            n = next.getAndIncrement()) {
           try (Connection tx = db.getConnection()) {
             tx.setAutoCommit(false);
-            if (mode == Mode.HANDOFF) {
-              inserts.insertPayments(tx, batch);
-              outbox.appendAll(tx, batch.stream().map(PaymentEvents::created).toList());
-            } else if (mode == Mode.RAW) {
-              inserts.insert(tx, batch);
-            } else {
-              inserts.insertPayments(tx, batch);
-            }
+            writes.write(tx, BenchPayments.batch(idPrefix, n * perTransaction, perTransaction));
             tx.rollback();
           } catch (SQLException | RuntimeException e) {
             failures.add(e);
-            return;
           }
         }
       }, "bench-producer-warm-up-" + t);
       thread.start();
       threads.add(thread);
     }
-    for (Thread thread : threads) {
-      thread.join();
-    }
+    BenchThreads.joinAll(threads);
     if (!failures.isEmpty()) {
       throw new IllegalStateException("producer warm-up failed: " + failures.get(0), failures.get(0));
     }

@@ -85,7 +85,9 @@ class ProducerProcessesTest {
         new CpuPinning.Split("0", "0", "0"), (base, count, nanos) -> {
           if (reported.getAndAdd(count) == 0) {
             ProcessHandle.current().children()
-                .filter(p -> p.info().command().orElse("").endsWith("/java")) // the producers: this JVM's only
+                // The producers are this JVM's only java children. Their command line cannot name them: the JDK reads
+                // at most 4,096 bytes of /proc/<pid>/cmdline, and the class path before the main class is longer.
+                .filter(p -> p.info().command().orElse("").endsWith("/java"))
                 .forEach(p -> seen.put("process " + p.pid(), cpus(p.pid())));
             for (long pid : env.queryList("SELECT pid::bigint FROM pg_stat_activity"
                 + " WHERE application_name LIKE 'bench-producer-process-%'", Long.class)) {

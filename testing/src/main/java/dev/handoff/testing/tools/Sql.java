@@ -23,7 +23,9 @@ public record Sql(DataSource dataSource, String purpose) {
         ps.setObject(i + 1, params[i]);
       }
       try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
+        if (!rs.next()) {
+          throw new IllegalStateException(purpose + " query returned no row: " + sql);
+        }
         return rs.getLong(1);
       }
     } catch (SQLException e) {
