@@ -21,20 +21,20 @@ final class CycleTransaction {
 
   private final RelayConfig config;
   private final RedisTransport streams;
-  private final OutboxQueries outbox;
   private final PendingWork pendingWork;
+  private final BatchAssignment assignment;
   private final BatchMarks marks;
   private final RelayFaults faults;
   private final ShardTable table;
   /** Set by {@link #wanted}: a shard had rows and no room for them, or its node failed. */
   private boolean rowsLeftWaiting;
 
-  CycleTransaction(RelayConfig config, RedisTransport streams, OutboxQueries outbox, BatchMarks marks,
+  CycleTransaction(RelayConfig config, RedisTransport streams, BatchMarks marks,
       RelayFaults faults, ShardTable table) {
     this.config = config;
     this.streams = streams;
-    this.outbox = outbox;
     this.pendingWork = new PendingWork(config.schema());
+    this.assignment = new BatchAssignment(config.schema());
     this.marks = marks;
     this.faults = faults;
     this.table = table;
@@ -79,41 +79,44 @@ final class CycleTransaction {
   }
 
   /**
-   * The cycle's transaction: shard by shard in shard order, the mark of the shard's held batch and the assignment of
-   * its next one, always from its lowest unassigned row (a row that commits late with a lower id must go before
-   * anything its key commits later). Marking first is what lets the assignment run: a shard has at most one pending
-   * batch. Every lease row is locked in shard order, as every statement that locks several of them does, so that
-   * two such transactions never deadlock. It runs in the caller's transaction, after {@link #wanted}, and commits it:
-   * all of it and the {@code COMMIT} go as one {@link RoundTrip}, so a busy cycle is one transaction in two round
-   * trips (the check with its {@code BEGIN}, then this). A held batch of which Redis refused rows (something else
-   * writes the stream) needs its mark's outcome before it can re-queue them: that cycle sends the same statements one
-   * at a time.
+   * The cycle's transaction: in shard order, the mark of each shard's held batch, then the assignment of every asked
+   * shard's next one in one statement ({@link BatchAssignment}), each from its lowest unassigned row (a row that
+   * commits late with a lower id must go before anything its key commits later). Marking first is what lets the
+   * assignment run: a shard has at most one pending batch. Every lease row is locked in shard order, as every
+   * statement that locks several of them does, so that two such transactions never deadlock: where an asked shard
+   * that is not marked comes before a marked one, a first statement locks them all in order. It runs in the caller's
+   * transaction, after {@link #wanted}, and commits it: all of it and the {@code COMMIT} go as one {@link RoundTrip},
+   * so a busy cycle is one transaction in two round trips (the check with its {@code BEGIN}, then this). A held batch
+   * of which Redis refused rows (something else writes the stream) needs its mark's outcome before it can re-queue
+   * them: that cycle sends the same statements one at a time.
    */
   Cycle markAndAssign(Connection c, List<BatchMarks.Written> toMark, List<Wanted> wanted) throws SQLException {
     TreeMap<ShardId, BatchMarks.Written> marking = new TreeMap<>();
     toMark.forEach(w -> marking.put(w.shard().id, w));
     TreeMap<ShardId, Wanted> asked = new TreeMap<>();
     wanted.forEach(w -> asked.put(w.shard().id, w));
-    TreeSet<ShardId> order = new TreeSet<>(marking.keySet());
-    order.addAll(asked.keySet());
     RoundTrip trip = toMark.stream().anyMatch(BatchMarks::needsMarkOutcome) ? RoundTrip.atOnce(c) : new RoundTrip();
-    List<Supplier<BatchMarks.Recorded>> recorded = new ArrayList<>(marking.size());
-    List<RoundTrip.Result<OutboxQueries.Batch>> batches = new ArrayList<>(asked.size());
-    for (ShardId shard : order) {
-      BatchMarks.Written w = marking.get(shard);
-      if (w != null) {
-        recorded.add(marks.record(c, trip, w, true));
-      }
-      Wanted want = asked.get(shard);
-      if (want != null) {
-        OwnedShard o = want.shard();
-        batches.add(trip.add(outbox.assignPart(o.id, config.owner(), o.epoch, want.limit(),
-            config.publishing().maxBatchBytes())));
-      }
+    if (!marking.isEmpty() && asked.keySet().stream()
+        .anyMatch(s -> !marking.containsKey(s) && s.compareTo(marking.lastKey()) < 0)) {
+      TreeSet<ShardId> all = new TreeSet<>(marking.keySet());
+      all.addAll(asked.keySet());
+      trip.add(assignment.lockPart(List.copyOf(all), config.owner()));
     }
-    faults.beforeCycleCommit(recorded.size(), batches.size());
+    List<Supplier<BatchMarks.Recorded>> recorded = new ArrayList<>(marking.size());
+    for (BatchMarks.Written w : marking.values()) {
+      recorded.add(marks.record(c, trip, w, true));
+    }
+    RoundTrip.Result<List<OutboxQueries.Batch>> batches = null;
+    if (!asked.isEmpty()) {
+      List<BatchAssignment.Request> requests = new ArrayList<>(asked.size());
+      for (Wanted want : asked.values()) {
+        requests.add(new BatchAssignment.Request(want.shard().id, want.shard().epoch, want.limit()));
+      }
+      batches = trip.add(assignment.part(requests, config.owner(), config.publishing().maxBatchBytes()));
+    }
+    faults.beforeCycleCommit(recorded.size(), asked.size());
     trip.runAndCommit(c);
     return new Cycle(recorded.stream().map(Supplier::get).toList(), List.copyOf(asked.values()),
-        batches.stream().map(RoundTrip.Result::get).toList());
+        batches == null ? List.of() : batches.get());
   }
 }

@@ -24,7 +24,6 @@ import java.util.UUID;
  */
 final class OutboxQueries {
 
-  private final String assign;
   private final String pendingBatch;
   private final String assigned;
   private final String markPublished;
@@ -38,7 +37,6 @@ final class OutboxQueries {
     String outbox = schema + ".outbox";
     String lease = schema + ".relay_lease";
     String fence = "SELECT 1 FROM " + lease + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ?";
-    assign = assignSql(outbox, lease);
     pendingBatch = "SELECT l.batch_ids IS NOT NULL, o.id, o.message_id, o.message_key, o.type, o.payload,"
         + " o.headers::text, o.created_at, l.batch_ms, l.batch_seq + b.ord - 1"
         + " FROM " + lease + " l"
@@ -124,69 +122,8 @@ final class OutboxQueries {
     return markPublished;
   }
 
-  /**
-   * The assignment statement. It always starts at the shard's lowest unassigned row, and so walks over the index
-   * entries of rows published since the last vacuum (cheap once the first scan marked them dead). Starting past
-   * the last batch instead would skip a row that commits late with a lower id and let its key's later
-   * transaction overtake it (RelayExactlyOnceTest has the case).
-   */
-  private static String assignSql(String outbox, String lease) {
-    // One statement, one round trip: check the lease (and lock its row, so that a takeover waits for this to
-    // commit), take the next unassigned rows in id order up to a count and a payload size, and record them as the
-    // pending batch with consecutive stream IDs above the last one assigned. The rows themselves are not written.
-    return "WITH lease AS ("
-        + " SELECT last_ms, last_seq, batch_ids IS NOT NULL AS busy,"
-        + " GREATEST(last_ms, (extract(epoch FROM clock_timestamp()) * 1000)::bigint) AS ms"
-        + " FROM " + lease
-        + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? AND expires_at > clock_timestamp()"
-        + " FOR UPDATE),"
-        + " base AS (SELECT ms, CASE WHEN ms = last_ms THEN last_seq ELSE -1 END AS seq FROM lease WHERE NOT busy),"
-        + " candidates AS ("
-        + " SELECT o.id, o.message_id, o.message_key, o.type, o.payload, o.headers::text AS headers, o.created_at,"
-        + " sum(octet_length(o.payload)) OVER (ORDER BY o.id) - octet_length(o.payload) AS bytes_before"
-        + " FROM (SELECT * FROM " + outbox
-        + " WHERE topic = ? AND shard = ? AND published_at IS NULL AND stream_ms IS NULL"
-        + " AND EXISTS (SELECT 1 FROM base) ORDER BY id LIMIT ?) o),"
-        + " picked AS (SELECT *, row_number() OVER (ORDER BY id) AS rn FROM candidates WHERE bytes_before < ?),"
-        + " moved AS ("
-        + " UPDATE " + lease + " l SET last_ms = base.ms, last_seq = base.seq + (SELECT count(*) FROM picked),"
-        + " batch_ids = (SELECT array_agg(id ORDER BY id) FROM picked), batch_ms = base.ms, batch_seq = base.seq + 1,"
-        + " updated_at = now()"
-        + " FROM base WHERE l.topic = ? AND l.shard = ? AND EXISTS (SELECT 1 FROM picked))"
-        + " SELECT (SELECT count(*) FROM lease) AS owned, p.id, p.message_id, p.message_key, p.type, p.payload,"
-        + " p.headers, p.created_at, b.ms, b.seq + p.rn"
-        + " FROM (SELECT 1) one LEFT JOIN (picked p CROSS JOIN base b) ON true ORDER BY p.id";
-  }
-
   /** Rows on their way to the stream; {@code exists} says whether the lease row recorded a pending batch. */
   record Batch(boolean exists, List<OutboxRow> rows) {}
-
-  /**
-   * Records the next batch: the shard's lowest unassigned rows, in id order. {@code exists} false means the lease
-   * no longer holds.
-   */
-  Batch assign(Connection c, ShardId shard, String owner, long epoch, int limit, int maxBytes)
-      throws SQLException {
-    return RoundTrip.one(c, assignPart(shard, owner, epoch, limit, maxBytes));
-  }
-
-  /** {@link #assign} as a statement of a {@link RoundTrip}. */
-  RoundTrip.Part<Batch> assignPart(ShardId shard, String owner, long epoch, int limit, int maxBytes) {
-    return new RoundTrip.Part<>(assign, (c, ps, first) -> {
-      int i = first;
-      ps.setString(i++, shard.topic());
-      ps.setInt(i++, shard.shard());
-      ps.setString(i++, owner);
-      ps.setLong(i++, epoch);
-      ps.setString(i++, shard.topic());
-      ps.setInt(i++, shard.shard());
-      ps.setInt(i++, limit);
-      ps.setLong(i++, maxBytes);
-      ps.setString(i++, shard.topic());
-      ps.setInt(i++, shard.shard());
-      return i;
-    }, rs -> read(rs, shard.topic()));
-  }
 
   /** The shard's pending batch, without rows that are published already. */
   Batch pendingBatch(Connection c, ShardId shard) throws SQLException {

@@ -46,7 +46,7 @@ final class ShardPublisher {
     this.outbox = outbox;
     this.loss = new StreamLoss(config.owner(), streams, outbox);
     this.marks = table.marks();
-    this.transaction = new CycleTransaction(config, streams, outbox, marks, collaborators.faults(), table);
+    this.transaction = new CycleTransaction(config, streams, marks, collaborators.faults(), table);
     this.faults = collaborators.faults();
     this.maintenance = maintenance;
     this.table = table;
