@@ -79,18 +79,33 @@ final class BatchMarks {
       recorded = Transactions.inOne(c, () -> {
         RoundTrip trip = written.stream().anyMatch(BatchMarks::needsMarkOutcome) ? RoundTrip.atOnce(c)
             : new RoundTrip();
-        List<Supplier<Recorded>> marked = new ArrayList<>(written.size());
-        for (Written w : written) {
-          marked.add(record(c, trip, w, true));
-        }
+        Supplier<List<Recorded>> marked = recordEach(c, trip, written);
         trip.runAndCommit(c);
-        return marked.stream().map(Supplier::get).toList();
+        return marked.get();
       });
     } catch (SQLException | RuntimeException | Error e) {
       written.forEach(w -> table.resend(w.shard()));
       throw e;
     }
     return applyAll(recorded);
+  }
+
+  /**
+   * The marks of {@code written} (in shard order), each ending its pending batch, added to {@code trip}: one statement
+   * for all of them, or one each on a trip that {@link RoundTrip#runsAtOnce} (a re-queue needs its mark's outcome).
+   */
+  Supplier<List<Recorded>> recordEach(Connection c, RoundTrip trip, List<Written> written) throws SQLException {
+    if (written.isEmpty()) {
+      return List::of;
+    }
+    if (!trip.runsAtOnce()) {
+      return recordAll(trip, written);
+    }
+    List<Supplier<Recorded>> marked = new ArrayList<>(written.size());
+    for (Written w : written) {
+      marked.add(record(c, trip, w, true));
+    }
+    return () -> marked.stream().map(Supplier::get).toList();
   }
 
   /** {@link #apply} for each; the number of rows marked. */
@@ -196,6 +211,37 @@ final class BatchMarks {
         && reassign(c, o, s, w.result(), mark.get().addedBefore());
     return () -> new Recorded(o, mark.get().marked(), w.result().entriesAdded(), s.oldestCreated(),
         s.alreadyPresent(), mark.get().addedBefore(), rewound);
+  }
+
+  /**
+   * {@link #record} of every batch in {@code written}, each ending its pending batch, as one statement added to
+   * {@code trip}: for batches of which Redis refused nothing ({@link #needsMarkOutcome} false for each), in shard
+   * order. What they recorded is readable once the trip ran.
+   */
+  Supplier<List<Recorded>> recordAll(RoundTrip trip, List<Written> written) throws SQLException {
+    List<OutboxQueries.MarkRequest> requests = new ArrayList<>(written.size());
+    List<Sorted> sorted = new ArrayList<>(written.size());
+    for (Written w : written) {
+      if (needsMarkOutcome(w)) {
+        throw new IllegalStateException("the re-queue of rows " + w.shard().streamKey + " refused needs its mark's"
+            + " outcome");
+      }
+      Sorted s = sort(w);
+      sorted.add(s);
+      requests.add(new OutboxQueries.MarkRequest(w.shard().id, w.shard().epoch, s.present(),
+          w.result().entriesAdded(), true));
+    }
+    RoundTrip.Result<List<OutboxQueries.Mark>> marks = trip.add(outbox.markAllPart(requests, config.owner()));
+    return () -> {
+      List<Recorded> recorded = new ArrayList<>(written.size());
+      for (int i = 0; i < written.size(); i++) {
+        Written w = written.get(i);
+        OutboxQueries.Mark mark = marks.get().get(i);
+        recorded.add(new Recorded(w.shard(), mark.marked(), w.result().entriesAdded(), sorted.get(i).oldestCreated(),
+            sorted.get(i).alreadyPresent(), mark.addedBefore(), false));
+      }
+      return recorded;
+    };
   }
 
   /** The relay's side of a committed confirmation: its counters and the listener. */

@@ -79,8 +79,8 @@ final class CycleTransaction {
   }
 
   /**
-   * The cycle's transaction: in shard order, the mark of each shard's held batch, then the assignment of every asked
-   * shard's next one in one statement ({@link BatchAssignment}), each from its lowest unassigned row (a row that
+   * The cycle's transaction: the marks of the shards' held batches in one statement, then the assignment of every
+   * asked shard's next one in another ({@link BatchAssignment}), each from its lowest unassigned row (a row that
    * commits late with a lower id must go before anything its key commits later). Marking first is what lets the
    * assignment run: a shard has at most one pending batch. Every lease row is locked in shard order, as every
    * statement that locks several of them does, so that two such transactions never deadlock: where an asked shard
@@ -88,7 +88,7 @@ final class CycleTransaction {
    * transaction, after {@link #wanted}, and commits it: all of it and the {@code COMMIT} go as one {@link RoundTrip},
    * so a busy cycle is one transaction in two round trips (the check with its {@code BEGIN}, then this). A held batch
    * of which Redis refused rows (something else writes the stream) needs its mark's outcome before it can re-queue
-   * them: that cycle sends the same statements one at a time.
+   * them: that cycle sends a mark per shard, one statement at a time.
    */
   Cycle markAndAssign(Connection c, List<BatchMarks.Written> toMark, List<Wanted> wanted) throws SQLException {
     TreeMap<ShardId, BatchMarks.Written> marking = new TreeMap<>();
@@ -102,10 +102,7 @@ final class CycleTransaction {
       all.addAll(asked.keySet());
       trip.add(assignment.lockPart(List.copyOf(all), config.owner()));
     }
-    List<Supplier<BatchMarks.Recorded>> recorded = new ArrayList<>(marking.size());
-    for (BatchMarks.Written w : marking.values()) {
-      recorded.add(marks.record(c, trip, w, true));
-    }
+    Supplier<List<BatchMarks.Recorded>> recorded = marks.recordEach(c, trip, List.copyOf(marking.values()));
     RoundTrip.Result<List<OutboxQueries.Batch>> batches = null;
     if (!asked.isEmpty()) {
       List<BatchAssignment.Request> requests = new ArrayList<>(asked.size());
@@ -114,9 +111,9 @@ final class CycleTransaction {
       }
       batches = trip.add(assignment.part(requests, config.owner(), config.publishing().maxBatchBytes()));
     }
-    faults.beforeCycleCommit(recorded.size(), asked.size());
+    faults.beforeCycleCommit(marking.size(), asked.size());
     trip.runAndCommit(c);
-    return new Cycle(recorded.stream().map(Supplier::get).toList(), List.copyOf(asked.values()),
+    return new Cycle(recorded.get(), List.copyOf(asked.values()),
         batches == null ? List.of() : batches.get());
   }
 }

@@ -47,24 +47,34 @@ final class OutboxQueries {
         + " stream_seq FROM " + outbox
         + " WHERE topic = ? AND shard = ? AND published_at IS NULL AND stream_ms IS NOT NULL"
         + " ORDER BY stream_ms, stream_seq LIMIT ?";
-    // The count before this mark comes back with it: lower than what this relay last recorded, and the database lost
-    // its own records (BatchMarks). A plain read: every part of the statement sees the row as it was before it (a
-    // locking read would see none, the update having changed it), and only the lease's owner writes the count.
-    markPublished = "WITH before AS (SELECT entries_added FROM " + lease
-        + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ?),"
-        + " lease AS (UPDATE " + lease + " SET entries_added = GREATEST(entries_added, ?),"
-        + " batch_ids = CASE WHEN ? THEN NULL ELSE batch_ids END,"
-        + " batch_ms = CASE WHEN ? THEN NULL ELSE batch_ms END,"
-        + " batch_seq = CASE WHEN ? THEN NULL ELSE batch_seq END, updated_at = now()"
-        + " WHERE topic = ? AND shard = ? AND owner = ? AND epoch = ? RETURNING 1),"
+    // One statement marks the batches of every shard given: the marks of a busy cycle cost one plan, not one per
+    // shard (BatchAssignment says why that matters). The lease rows are locked in (topic, shard) order first, as every
+    // statement that locks several of them does. The count before this mark comes back with it: lower than what this
+    // relay last recorded, and the database lost its own records (BatchMarks). A plain read: every part of the
+    // statement sees the row as it was before it (a locking read would see none, the update having changed it), and
+    // only the lease's owner writes the count.
+    markPublished = "WITH w AS (SELECT * FROM unnest(?::text[], ?::int[], ?::bigint[], ?::bigint[], ?::boolean[])"
+        + " WITH ORDINALITY AS w(topic, shard, epoch, added, ends, ord)),"
+        + " before AS (SELECT w.ord, l.entries_added FROM " + lease + " l JOIN w ON l.topic = w.topic"
+        + " AND l.shard = w.shard AND l.epoch = w.epoch WHERE l.owner = ?),"
+        + " locked AS (SELECT w.ord FROM " + lease + " l JOIN w ON l.topic = w.topic AND l.shard = w.shard"
+        + " AND l.epoch = w.epoch WHERE l.owner = ? ORDER BY l.topic COLLATE \"C\", l.shard FOR UPDATE OF l),"
+        + " lease AS (UPDATE " + lease + " l SET entries_added = GREATEST(l.entries_added, w.added),"
+        + " batch_ids = CASE WHEN w.ends THEN NULL ELSE l.batch_ids END,"
+        + " batch_ms = CASE WHEN w.ends THEN NULL ELSE l.batch_ms END,"
+        + " batch_seq = CASE WHEN w.ends THEN NULL ELSE l.batch_seq END, updated_at = now()"
+        + " FROM locked k JOIN w ON w.ord = k.ord"
+        + " WHERE l.topic = w.topic AND l.shard = w.shard AND l.owner = ? AND l.epoch = w.epoch RETURNING w.ord),"
         + " done AS (UPDATE " + outbox + " o SET published_at = now(), stream_ms = t.ms, stream_seq = t.seq"
-        + " FROM (SELECT u.ms, u.seq, x.tid FROM unnest(?::bigint[], ?::bigint[], ?::bigint[]) AS u(id, ms, seq)"
-        + " CROSS JOIN LATERAL (" + unpublishedRow(outbox) + ") x) t"
-        + " WHERE o.ctid = t.tid AND EXISTS (SELECT 1 FROM lease) RETURNING 1)"
-        + " SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM done), (SELECT entries_added FROM before)";
+        + " FROM (SELECT u.ord, u.ms, u.seq, x.tid"
+        + " FROM unnest(?::int[], ?::bigint[], ?::bigint[], ?::bigint[]) AS u(ord, id, ms, seq)"
+        + " JOIN w ON w.ord = u.ord CROSS JOIN LATERAL (" + unpublishedRow(outbox, "w.topic", "w.shard") + ") x) t"
+        + " WHERE o.ctid = t.tid AND t.ord IN (SELECT ord FROM lease) RETURNING t.ord)"
+        + " SELECT (SELECT count(*) FROM lease WHERE lease.ord = w.ord), (SELECT count(*) FROM done"
+        + " WHERE done.ord = w.ord), (SELECT b.entries_added FROM before b WHERE b.ord = w.ord) FROM w ORDER BY w.ord";
     unassign = "UPDATE " + outbox + " o SET stream_ms = NULL, stream_seq = NULL"
-        + " FROM (SELECT x.tid FROM unnest(?::bigint[]) AS u(id) CROSS JOIN LATERAL (" + unpublishedRow(outbox)
-        + ") x) t WHERE o.ctid = t.tid AND EXISTS (" + fence + ")";
+        + " FROM (SELECT x.tid FROM unnest(?::bigint[]) AS u(id) CROSS JOIN LATERAL ("
+        + unpublishedRow(outbox, "?", "?") + ") x) t WHERE o.ctid = t.tid AND EXISTS (" + fence + ")";
     // After Redis lost a stream: everything at or above the watermark (what some group may not have finished)
     // becomes unpublished again, keeping its stream ID, and Redis's count of added entries starts over.
     republish = "WITH lease AS ("
@@ -107,9 +117,9 @@ final class OutboxQueries {
    * rescans the ids for every row (nested loop), and each batch costs O(backlog) exactly when a backlog builds up.
    * A LATERAL subquery with LIMIT cannot be flattened, so every plan is one bounded lookup per id.
    */
-  private static String unpublishedRow(String outbox) {
-    return "SELECT i.ctid AS tid FROM " + outbox + " i WHERE i.topic = ? AND i.shard = ? AND i.id = u.id"
-        + " AND i.published_at IS NULL LIMIT 1";
+  private static String unpublishedRow(String outbox, String topic, String shard) {
+    return "SELECT i.ctid AS tid FROM " + outbox + " i WHERE i.topic = " + topic + " AND i.shard = " + shard
+        + " AND i.id = u.id AND i.published_at IS NULL LIMIT 1";
   }
 
   /** The statement {@link #purgeRange} runs; its plan is checked by a test. */
@@ -168,41 +178,66 @@ final class OutboxQueries {
   /** {@link #markPublished} as a statement of a {@link RoundTrip}. */
   RoundTrip.Part<Mark> markPart(ShardId shard, String owner, long epoch, List<OutboxRow> rows,
       long entriesAdded, boolean endsBatch) {
-    Long[] ids = new Long[rows.size()];
-    Long[] ms = new Long[rows.size()];
-    Long[] seq = new Long[rows.size()];
-    for (int i = 0; i < ids.length; i++) {
-      OutboxRow row = rows.get(i);
-      ids[i] = row.id();
-      ms[i] = row.streamId().ms();
-      seq[i] = row.streamId().seq();
+    RoundTrip.Part<List<Mark>> all = markAllPart(List.of(new MarkRequest(shard, epoch, rows, entriesAdded, endsBatch)),
+        owner);
+    return new RoundTrip.Part<>(all.sql(), all.binder(), rs -> all.reader().read(rs).get(0));
+  }
+
+  /** The rows of a shard's batch to mark, with what {@link #markPublished} takes for them. */
+  record MarkRequest(ShardId shard, long epoch, List<OutboxRow> rows, long entriesAdded, boolean endsBatch) {}
+
+  /** {@link #markPart} for several shards in one statement: a {@link Mark} per request, in their order. */
+  RoundTrip.Part<List<Mark>> markAllPart(List<MarkRequest> requests, String owner) {
+    int n = requests.size();
+    String[] topics = new String[n];
+    Integer[] shards = new Integer[n];
+    Long[] epochs = new Long[n];
+    Long[] added = new Long[n];
+    Boolean[] ends = new Boolean[n];
+    int rowCount = requests.stream().mapToInt(r -> r.rows().size()).sum();
+    Integer[] ords = new Integer[rowCount];
+    Long[] ids = new Long[rowCount];
+    Long[] ms = new Long[rowCount];
+    Long[] seq = new Long[rowCount];
+    int j = 0;
+    for (int k = 0; k < n; k++) {
+      MarkRequest r = requests.get(k);
+      topics[k] = r.shard().topic();
+      shards[k] = r.shard().shard();
+      epochs[k] = r.epoch();
+      added[k] = r.entriesAdded();
+      ends[k] = r.endsBatch();
+      for (OutboxRow row : r.rows()) {
+        ords[j] = k + 1;
+        ids[j] = row.id();
+        ms[j] = row.streamId().ms();
+        seq[j++] = row.streamId().seq();
+      }
     }
     return new RoundTrip.Part<>(markPublished, (c, ps, first) -> {
       int i = first;
-      ps.setString(i++, shard.topic());
-      ps.setInt(i++, shard.shard());
+      ps.setArray(i++, c.createArrayOf("text", topics));
+      ps.setArray(i++, c.createArrayOf("int4", shards));
+      ps.setArray(i++, c.createArrayOf("int8", epochs));
+      ps.setArray(i++, c.createArrayOf("int8", added));
+      ps.setArray(i++, c.createArrayOf("bool", ends));
       ps.setString(i++, owner);
-      ps.setLong(i++, epoch);
-      ps.setLong(i++, entriesAdded);
-      ps.setBoolean(i++, endsBatch);
-      ps.setBoolean(i++, endsBatch);
-      ps.setBoolean(i++, endsBatch);
-      ps.setString(i++, shard.topic());
-      ps.setInt(i++, shard.shard());
       ps.setString(i++, owner);
-      ps.setLong(i++, epoch);
-      ps.setArray(i++, c.createArrayOf("bigint", ids));
-      ps.setArray(i++, c.createArrayOf("bigint", ms));
-      ps.setArray(i++, c.createArrayOf("bigint", seq));
-      ps.setString(i++, shard.topic());
-      ps.setInt(i++, shard.shard());
+      ps.setString(i++, owner);
+      ps.setArray(i++, c.createArrayOf("int4", ords));
+      ps.setArray(i++, c.createArrayOf("int8", ids));
+      ps.setArray(i++, c.createArrayOf("int8", ms));
+      ps.setArray(i++, c.createArrayOf("int8", seq));
       return i;
     }, rs -> {
-      rs.next();
-      if (rs.getLong(1) == 0) {
-        return new Mark(-1, -1);
+      List<Mark> marks = new ArrayList<>(n);
+      while (rs.next()) {
+        marks.add(rs.getLong(1) == 0 ? new Mark(-1, -1) : new Mark(rs.getInt(2), rs.getLong(3)));
       }
-      return new Mark(rs.getInt(2), rs.getLong(3));
+      if (marks.size() != n) {
+        throw new IllegalStateException("the mark answered for " + marks.size() + " of " + n + " shards");
+      }
+      return marks;
     });
   }
 

@@ -8,6 +8,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -43,12 +44,13 @@ class OutboxQueriesPlanTest {
         "INSERT INTO outbox (message_id, topic, shard, type, payload)"
             + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00' FROM generate_series(1, 5000) i");
     String mark = new OutboxQueries(env.schema()).markPublishedSql();
-    String arguments = "'payments', 0, 'relay-a', 1, 1000, false, false, false, 'payments', 0, 'relay-a', 1,"
-        + " %s, %s, %s, 'payments', 0";
-    String literalArrays = literalBatch();
+    String arguments = "'{payments}', '{0}', '{1}', '{1000}', '{false}', 'relay-a', 'relay-a', 'relay-a',"
+        + " %s, %s, %s, %s";
+    String literalArrays = literalBatch(20_001);
 
-    String generic = plan(mark, String.format(arguments, "'{20001,20002}'", "'{1,1}'", "'{1,2}'"), true);
-    String custom = plan(mark, String.format(arguments, literalArrays, literalArrays, literalArrays), false);
+    String generic = plan(mark, String.format(arguments, "'{1,1}'", "'{20001,20002}'", "'{1,1}'", "'{1,2}'"), true);
+    String custom = plan(mark, String.format(arguments, literalBatch(1).replaceAll("\\d+", "1"), literalArrays,
+        literalArrays, literalArrays), false);
     // The join the statement used before: its plan reads the unpublished index whole (or rescans the ids per row).
     String joined = plan("UPDATE outbox o SET published_at = now(), stream_ms = u.ms, stream_seq = u.seq"
         + " FROM unnest(?::bigint[], ?::bigint[], ?::bigint[]) AS u(id, ms, seq)"
@@ -56,8 +58,11 @@ class OutboxQueriesPlanTest {
 
     assertThat(joined).as("the hazard this guards against").contains("Hash Join");
     for (String plan : new String[] {generic, custom}) {
-      assertThat(plan).as(plan).doesNotContain("Seq Scan", "Hash")
-          .contains("Index Cond: (((topic)::text = ", "AND (id = u.id))", "Tid Scan on outbox o");
+      // The few lease rows and the statement's own arrays may be scanned and hashed; the outbox is only ever read by
+      // one bounded lookup per id, then by ctid.
+      assertThat(outboxAccess(plan)).as(plan).containsExactly(
+          "Update on outbox o", "Index Scan using outbox_unpublished_idx on outbox i", "Tid Scan on outbox o");
+      assertThat(plan).contains("Index Cond: (((topic)::text = ", "AND (id = u.id))");
     }
   }
 
@@ -83,11 +88,17 @@ class OutboxQueriesPlanTest {
     assertThat(old).as("the hazard this guards against: no bound on the rows read").doesNotContain("Index Cond");
   }
 
-  /** 1,000 ids as an array literal, the size of a relay batch. */
-  private static String literalBatch() {
+  /** The plan's nodes that read or write the outbox, without their costs. */
+  private static List<String> outboxAccess(String plan) {
+    return plan.lines().map(l -> l.replaceAll("^[\\s>-]*", "").replaceAll("\\s+\\(cost=.*", ""))
+        .filter(l -> l.matches(".* on outbox( .*)?")).toList();
+  }
+
+  /** 1,000 ids from {@code first} on as an array literal, the size of a relay batch. */
+  private static String literalBatch(int first) {
     StringBuilder ids = new StringBuilder("'{");
     for (int i = 0; i < 1000; i++) {
-      ids.append(i == 0 ? "" : ",").append(20_001 + i);
+      ids.append(i == 0 ? "" : ",").append(first + i);
     }
     return ids.append("}'").toString();
   }
