@@ -14,9 +14,9 @@ import java.util.UUID;
  * recorded as its pending batch with consecutive stream IDs above the last one assigned, fenced by the lease epoch.
  *
  * <p>One statement for all the shards, not one each: every statement of the relay's is the driver's unnamed one,
- * parsed and planned at each execution ({@link dev.handoff.core.internal.Statements}), and planning the assignment cost about as
- * much server time as running it. With a statement per shard a relay spent that cost once per busy shard and cycle,
- * on the cycle's critical path (docs/performance.md).
+ * parsed and planned at each execution ({@link dev.handoff.core.internal.Statements}), and planning the assignment
+ * cost about as much server time as running it. With a statement per shard a relay spent that cost once per busy
+ * shard and cycle, on the cycle's critical path (docs/performance.md).
  */
 final class BatchAssignment {
 
@@ -65,8 +65,9 @@ final class BatchAssignment {
   }
 
   /**
-   * The assignment of every request's next batch, as a statement of a {@link RoundTrip}: one {@link OutboxQueries.Batch}
-   * per request, in their order, whose {@code exists} is false where the lease no longer holds.
+   * The assignment of every request's next batch, as a statement of a {@link RoundTrip}: one
+   * {@link OutboxQueries.Batch} per request, in their order, whose {@code exists} is false where the lease no longer
+   * holds.
    */
   RoundTrip.Part<List<OutboxQueries.Batch>> part(List<Request> requests, String owner, int maxBytes) {
     int n = requests.size();

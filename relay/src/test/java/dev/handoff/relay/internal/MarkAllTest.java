@@ -36,9 +36,10 @@ class MarkAllTest {
             + " SELECT gen_random_uuid(), 'payments', s, 'payment.created', '\\x00'"
             + " FROM generate_series(1, 3) i, generate_series(0, 2) s ORDER BY i, s",
         // Each shard's three rows are its pending batch; payments 1 is held under epoch 7, not the epoch its mark says.
-        "INSERT INTO relay_lease (topic, shard, owner, epoch, expires_at, entries_added, batch_ids, batch_ms, batch_seq)"
-            + " SELECT 'payments', s, 'relay-a', CASE WHEN s = 1 THEN 7 ELSE 1 END, now() + interval '1 hour', 10,"
-            + " (SELECT array_agg(id ORDER BY id) FROM outbox WHERE shard = s), 5, 0 FROM generate_series(0, 2) s");
+        "INSERT INTO relay_lease (topic, shard, owner, epoch, expires_at, entries_added, batch_ids, batch_ms,"
+            + " batch_seq) SELECT 'payments', s, 'relay-a', CASE WHEN s = 1 THEN 7 ELSE 1 END,"
+            + " now() + interval '1 hour', 10, (SELECT array_agg(id ORDER BY id) FROM outbox WHERE shard = s), 5, 0"
+            + " FROM generate_series(0, 2) s");
   }
 
   @Test
