@@ -31,8 +31,10 @@ final class BatchAssignment {
     String lease = schema + ".relay_lease";
     // The lease rows are locked in (topic, shard) order, as every statement that locks several of them does, so that
     // two such transactions never deadlock; a takeover waits for this transaction to commit. The rows are not
-    // written: the batch lives in the lease row until it is marked. Each shard starts at its lowest unassigned row
-    // (a row that commits late with a lower id must go before anything its key commits later).
+    // written: the batch lives in the lease row until it is marked. Each shard starts at its lowest unassigned row,
+    // and so walks over the index entries of rows published since the last vacuum (cheap once the first scan marked
+    // them dead): starting past the last batch instead would skip a row that commits late with a lower id and let its
+    // key's later transaction overtake it (RelayExactlyOnceTest has the case).
     this.assign = "WITH w AS (SELECT * FROM unnest(?::text[], ?::int[], ?::bigint[], ?::int[]) WITH ORDINALITY"
         + " AS w(topic, shard, epoch, lim, ord)),"
         + " lease AS (SELECT w.ord, l.topic, l.shard, w.lim, l.last_ms, l.last_seq, l.batch_ids IS NOT NULL AS busy,"
