@@ -218,7 +218,7 @@ final class BatchMarks {
    * {@code trip}: for batches of which Redis refused nothing ({@link #needsMarkOutcome} false for each), in shard
    * order. What they recorded is readable once the trip ran.
    */
-  Supplier<List<Recorded>> recordAll(RoundTrip trip, List<Written> written) throws SQLException {
+  private Supplier<List<Recorded>> recordAll(RoundTrip trip, List<Written> written) throws SQLException {
     List<OutboxQueries.MarkRequest> requests = new ArrayList<>(written.size());
     List<Sorted> sorted = new ArrayList<>(written.size());
     for (Written w : written) {
