@@ -35,6 +35,14 @@ final class SchemaValidation {
     }
   }
 
+  /**
+   * The functions of migration V9, by signature, which the relay calls for its cycle's mark and assignment: there
+   * for every role (they say the schema is migrated that far), callable for the relay's.
+   */
+  static final List<String> RELAY_FUNCTIONS = List.of(
+      "relay_mark_batches(text[], int[], bigint[], bigint[], boolean[], text, int[], bigint[], bigint[], bigint[])",
+      "relay_assign_batches(text[], int[], bigint[], int[], text, bigint)");
+
   private SchemaValidation() {}
 
   /** The first thing missing for {@code role} on {@code schema}, as one line, or empty when nothing is. */
@@ -57,10 +65,39 @@ final class SchemaValidation {
               + " first, as the owner of its tables (handoff.jar migrate, or HandoffMigrations.migrate)");
         }
       }
+      for (String function : RELAY_FUNCTIONS) {
+        Optional<String> problem = checkFunction(c, schema, user, role, function);
+        if (problem.isPresent()) {
+          return problem;
+        }
+      }
       for (Needed n : needed) {
         Optional<String> problem = n.table() == null ? Optional.empty() : check(c, schema, user, role, n);
         if (problem.isPresent()) {
           return problem;
+        }
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** Whether {@code signature} exists in {@code schema}, and, for the relay, whether the user may call it. */
+  private static Optional<String> checkFunction(Connection c, String schema, String user, Role role,
+      String signature) throws SQLException {
+    String name = signature.substring(0, signature.indexOf('('));
+    try (PreparedStatement ps = c.prepareStatement("SELECT f IS NOT NULL, f IS NOT NULL"
+        + " AND has_function_privilege(current_user, f, 'EXECUTE') FROM (SELECT to_regprocedure(?) AS f) p")) {
+      ps.setString(1, "\"" + schema + "\"." + signature);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        if (!rs.getBoolean(1)) {
+          return Optional.of("schema '" + schema + "' has no function '" + name + "' (migration V9): apply handoff's"
+              + " migrations first, as the owner of its tables (handoff.jar migrate, or HandoffMigrations.migrate)");
+        }
+        if (role == Role.RELAY && !rs.getBoolean(2)) {
+          return Optional.of("role '" + user + "' lacks EXECUTE on function " + schema + "." + name + ", which the"
+              + " relay role needs: GRANT EXECUTE ON FUNCTION " + schema + "." + name + " TO " + user + ", as its"
+              + " owner (migration V9 grants it to PUBLIC)");
         }
       }
     }

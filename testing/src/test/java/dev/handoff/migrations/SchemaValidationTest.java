@@ -1,5 +1,6 @@
 package dev.handoff.migrations;
 
+import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.handoff.migrations.HandoffGrants.Role;
@@ -55,6 +56,36 @@ class SchemaValidationTest {
           .hasMessage("role '" + r.name() + "' lacks INSERT on " + env.schema() + ".batch_seal, which the consumer"
               + " role needs: apply its grants as the owner of handoff's tables (handoff.jar grants --role consumer"
               + " --to " + r.name() + " --apply, or HandoffGrants.apply)");
+    }
+  }
+
+  @Test
+  void theRelaysFunctionsMustBeThereAndCallableByTheRelayRole() {
+    try (DatabaseRole r = env.newRole().grant(Role.RELAY)
+        .execute("REVOKE EXECUTE ON FUNCTION " + env.schema() + ".relay_assign_batches FROM PUBLIC")) {
+      assertThatThrownBy(() -> HandoffMigrations.validate(r.newDataSource(1), env.schema(), Role.RELAY))
+          .hasMessage("role '" + r.name() + "' lacks EXECUTE on function " + env.schema() + ".relay_assign_batches,"
+              + " which the relay role needs: GRANT EXECUTE ON FUNCTION " + env.schema() + ".relay_assign_batches TO "
+              + r.name() + ", as its owner (migration V9 grants it to PUBLIC)");
+      r.execute("GRANT EXECUTE ON FUNCTION " + env.schema() + ".relay_assign_batches TO ROLE");
+      assertThatCode(() -> HandoffMigrations.validate(r.newDataSource(1), env.schema(), Role.RELAY))
+          .doesNotThrowAnyException();
+    } finally {
+      env.execute("GRANT EXECUTE ON FUNCTION " + env.schema() + ".relay_assign_batches TO PUBLIC");
+    }
+  }
+
+  @Test
+  void aSchemaMigratedBeforeTheRelaysFunctionsSaysToMigrate() {
+    String old = env.schema() + "_v8";
+    try {
+      HandoffMigrations.migrate(env.dataSource(), old);
+      env.execute("DROP FUNCTION " + old + ".relay_mark_batches");
+      assertThatThrownBy(() -> HandoffMigrations.validate(env.dataSource(), old, Role.CONSUMER))
+          .hasMessage("schema '" + old + "' has no function 'relay_mark_batches' (migration V9): apply handoff's"
+              + " migrations first, as the owner of its tables (handoff.jar migrate, or HandoffMigrations.migrate)");
+    } finally {
+      env.execute("DROP SCHEMA IF EXISTS " + old + " CASCADE");
     }
   }
 

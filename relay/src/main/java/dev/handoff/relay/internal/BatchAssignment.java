@@ -13,10 +13,12 @@ import java.util.UUID;
  * The assignment of a busy cycle's new batches: for every shard asked, in one statement, its lowest unassigned rows
  * recorded as its pending batch with consecutive stream IDs above the last one assigned, fenced by the lease epoch.
  *
- * <p>One statement for all the shards, not one each: every statement of the relay's is the driver's unnamed one,
- * parsed and planned at each execution ({@link dev.handoff.core.internal.Statements}), and planning the assignment
- * cost about as much server time as running it. With a statement per shard a relay spent that cost once per busy
- * shard and cycle, on the cycle's critical path (docs/performance.md).
+ * <p>One statement for all the shards, not one each, and a call of a PL/pgSQL function ({@code relay_assign_batches},
+ * migration V9) rather than the statement itself: every statement of the relay's is the driver's unnamed one
+ * ({@link dev.handoff.core.internal.Statements}), parsed and planned at each execution, and planning the assignment
+ * cost about as much server time as running it. A function's plans are kept by the server session that runs it, so
+ * the assignment is planned once per session, not once per cycle, nor once per busy shard and cycle as it was with a
+ * statement per shard (docs/performance.md).
  */
 final class BatchAssignment {
 
@@ -27,40 +29,10 @@ final class BatchAssignment {
   private final String lockInOrder;
 
   BatchAssignment(String schema) {
-    String outbox = schema + ".outbox";
     String lease = schema + ".relay_lease";
-    // The lease rows are locked in (topic, shard) order, as every statement that locks several of them does, so that
-    // two such transactions never deadlock; a takeover waits for this transaction to commit. The rows are not
-    // written: the batch lives in the lease row until it is marked. Each shard starts at its lowest unassigned row,
-    // and so walks over the index entries of rows published since the last vacuum (cheap once the first scan marked
-    // them dead): starting past the last batch instead would skip a row that commits late with a lower id and let its
-    // key's later transaction overtake it (RelayExactlyOnceTest has the case).
-    this.assign = "WITH w AS (SELECT * FROM unnest(?::text[], ?::int[], ?::bigint[], ?::int[]) WITH ORDINALITY"
-        + " AS w(topic, shard, epoch, lim, ord)),"
-        + " lease AS (SELECT w.ord, l.topic, l.shard, w.lim, l.last_ms, l.last_seq, l.batch_ids IS NOT NULL AS busy,"
-        + " GREATEST(l.last_ms, (extract(epoch FROM clock_timestamp()) * 1000)::bigint) AS ms"
-        + " FROM " + lease + " l JOIN w ON l.topic = w.topic AND l.shard = w.shard AND l.epoch = w.epoch"
-        + " WHERE l.owner = ? AND l.expires_at > clock_timestamp()"
-        + " ORDER BY l.topic COLLATE \"C\", l.shard FOR UPDATE OF l),"
-        + " base AS (SELECT ord, topic, shard, lim, ms, CASE WHEN ms = last_ms THEN last_seq ELSE -1 END AS seq"
-        + " FROM lease WHERE NOT busy),"
-        + " candidates AS (SELECT b.ord, o.id, o.message_id, o.message_key, o.type, o.payload,"
-        + " o.headers::text AS headers, o.created_at,"
-        + " sum(octet_length(o.payload)) OVER (PARTITION BY b.ord ORDER BY o.id) - octet_length(o.payload)"
-        + " AS bytes_before"
-        + " FROM base b CROSS JOIN LATERAL (SELECT * FROM " + outbox + " x WHERE x.topic = b.topic"
-        + " AND x.shard = b.shard AND x.published_at IS NULL AND x.stream_ms IS NULL ORDER BY x.id LIMIT b.lim) o),"
-        + " picked AS (SELECT *, row_number() OVER (PARTITION BY ord ORDER BY id) AS rn FROM candidates"
-        + " WHERE bytes_before < ?),"
-        + " batches AS (SELECT ord, count(*) AS n, array_agg(id ORDER BY id) AS ids FROM picked GROUP BY ord),"
-        + " moved AS (UPDATE " + lease + " l SET last_ms = b.ms, last_seq = b.seq + p.n, batch_ids = p.ids,"
-        + " batch_ms = b.ms, batch_seq = b.seq + 1, updated_at = now()"
-        + " FROM base b JOIN batches p ON p.ord = b.ord WHERE l.topic = b.topic AND l.shard = b.shard)"
-        + " SELECT w.ord, le.ord IS NOT NULL, p.id, p.message_id, p.message_key, p.type, p.payload, p.headers,"
-        + " p.created_at, b.ms, b.seq + p.rn"
-        + " FROM w LEFT JOIN lease le ON le.ord = w.ord"
-        + " LEFT JOIN (picked p JOIN base b ON b.ord = p.ord) ON p.ord = w.ord"
-        + " ORDER BY w.ord, p.id";
+    // The statement is the function of migration V9, which says what it does and why.
+    this.assign = "SELECT * FROM " + schema + ".relay_assign_batches(?::text[], ?::int[], ?::bigint[], ?::int[], ?,"
+        + " ?::bigint)";
     this.lockInOrder = "SELECT count(*) FROM (SELECT 1 FROM " + lease + " l"
         + " JOIN unnest(?::text[], ?::int[]) AS w(topic, shard) ON l.topic = w.topic AND l.shard = w.shard"
         + " WHERE l.owner = ? ORDER BY l.topic COLLATE \"C\", l.shard FOR UPDATE OF l) locked";

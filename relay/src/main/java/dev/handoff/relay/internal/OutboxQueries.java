@@ -47,31 +47,12 @@ final class OutboxQueries {
         + " stream_seq FROM " + outbox
         + " WHERE topic = ? AND shard = ? AND published_at IS NULL AND stream_ms IS NOT NULL"
         + " ORDER BY stream_ms, stream_seq LIMIT ?";
-    // One statement marks the batches of every shard given: the marks of a busy cycle cost one plan, not one per
-    // shard (BatchAssignment says why that matters). The lease rows are locked in (topic, shard) order first, as every
-    // statement that locks several of them does. The count before this mark comes back with it: lower than what this
-    // relay last recorded, and the database lost its own records (BatchMarks). A plain read: every part of the
-    // statement sees the row as it was before it (a locking read would see none, the update having changed it), and
-    // only the lease's owner writes the count.
-    markPublished = "WITH w AS (SELECT * FROM unnest(?::text[], ?::int[], ?::bigint[], ?::bigint[], ?::boolean[])"
-        + " WITH ORDINALITY AS w(topic, shard, epoch, added, ends, ord)),"
-        + " before AS (SELECT w.ord, l.entries_added FROM " + lease + " l JOIN w ON l.topic = w.topic"
-        + " AND l.shard = w.shard AND l.epoch = w.epoch WHERE l.owner = ?),"
-        + " locked AS (SELECT w.ord FROM " + lease + " l JOIN w ON l.topic = w.topic AND l.shard = w.shard"
-        + " AND l.epoch = w.epoch WHERE l.owner = ? ORDER BY l.topic COLLATE \"C\", l.shard FOR UPDATE OF l),"
-        + " lease AS (UPDATE " + lease + " l SET entries_added = GREATEST(l.entries_added, w.added),"
-        + " batch_ids = CASE WHEN w.ends THEN NULL ELSE l.batch_ids END,"
-        + " batch_ms = CASE WHEN w.ends THEN NULL ELSE l.batch_ms END,"
-        + " batch_seq = CASE WHEN w.ends THEN NULL ELSE l.batch_seq END, updated_at = now()"
-        + " FROM locked k JOIN w ON w.ord = k.ord"
-        + " WHERE l.topic = w.topic AND l.shard = w.shard AND l.owner = ? AND l.epoch = w.epoch RETURNING w.ord),"
-        + " done AS (UPDATE " + outbox + " o SET published_at = now(), stream_ms = t.ms, stream_seq = t.seq"
-        + " FROM (SELECT u.ord, u.ms, u.seq, x.tid"
-        + " FROM unnest(?::int[], ?::bigint[], ?::bigint[], ?::bigint[]) AS u(ord, id, ms, seq)"
-        + " JOIN w ON w.ord = u.ord CROSS JOIN LATERAL (" + unpublishedRow(outbox, "w.topic", "w.shard") + ") x) t"
-        + " WHERE o.ctid = t.tid AND t.ord IN (SELECT ord FROM lease) RETURNING t.ord)"
-        + " SELECT (SELECT count(*) FROM lease WHERE lease.ord = w.ord), (SELECT count(*) FROM done"
-        + " WHERE done.ord = w.ord), (SELECT b.entries_added FROM before b WHERE b.ord = w.ord) FROM w ORDER BY w.ord";
+    // One statement marks the batches of every shard given: the marks of a busy cycle cost one call, not one per
+    // shard, and the function of migration V9 (which says what it does and why) is planned once per server session,
+    // not at each call (BatchAssignment says why that matters). The count before this mark comes back with it: lower
+    // than what this relay last recorded, and the database lost its own records (BatchMarks).
+    markPublished = "SELECT * FROM " + schema + ".relay_mark_batches(?::text[], ?::int[], ?::bigint[], ?::bigint[],"
+        + " ?::boolean[], ?, ?::int[], ?::bigint[], ?::bigint[], ?::bigint[])";
     unassign = "UPDATE " + outbox + " o SET stream_ms = NULL, stream_seq = NULL"
         + " FROM (SELECT x.tid FROM unnest(?::bigint[]) AS u(id) CROSS JOIN LATERAL ("
         + unpublishedRow(outbox, "?", "?") + ") x) t WHERE o.ctid = t.tid AND EXISTS (" + fence + ")";
@@ -125,11 +106,6 @@ final class OutboxQueries {
   /** The statement {@link #purgeRange} runs; its plan is checked by a test. */
   String purgeRangeSql() {
     return purgeRange;
-  }
-
-  /** The statement {@link #markPublished} runs; its plan is checked by a test. */
-  String markPublishedSql() {
-    return markPublished;
   }
 
   /** Rows on their way to the stream; {@code exists} says whether the lease row recorded a pending batch. */
@@ -221,8 +197,6 @@ final class OutboxQueries {
       ps.setArray(i++, c.createArrayOf("int8", epochs));
       ps.setArray(i++, c.createArrayOf("int8", added));
       ps.setArray(i++, c.createArrayOf("bool", ends));
-      ps.setString(i++, owner);
-      ps.setString(i++, owner);
       ps.setString(i++, owner);
       ps.setArray(i++, c.createArrayOf("int4", ords));
       ps.setArray(i++, c.createArrayOf("int8", ids));

@@ -2,9 +2,11 @@ package dev.handoff.relay.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.handoff.migrations.HandoffMigrations;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -18,7 +20,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Guards the relay's mark statement against the plan that made it O(backlog) per batch: in steady state the
  * statistics say almost no row is unpublished, so a plan that reads the unpublished index looks free; during a
- * backlog it reads every unpublished row for each batch of 1,000.
+ * backlog it reads every unpublished row for each batch of 1,000. The mark and the assignment are PL/pgSQL functions
+ * (migration V9) that keep their plans per server session, generic once no costlier: both kinds of plan are checked.
  */
 @HandoffTest
 class OutboxQueriesPlanTest {
@@ -43,9 +46,8 @@ class OutboxQueriesPlanTest {
         "VACUUM ANALYZE outbox",
         "INSERT INTO outbox (message_id, topic, shard, type, payload)"
             + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00' FROM generate_series(1, 5000) i");
-    String mark = new OutboxQueries(env.schema()).markPublishedSql();
-    String arguments = "'{payments}', '{0}', '{1}', '{1000}', '{false}', 'relay-a', 'relay-a', 'relay-a',"
-        + " %s, %s, %s, %s";
+    String mark = functionQuery("relay_mark_batches");
+    String arguments = "'{payments}', '{0}', '{1}', '{1000}', '{false}', 'relay-a', %s, %s, %s, %s";
     String literalArrays = literalBatch(20_001);
 
     String generic = plan(mark, String.format(arguments, "'{1,1}'", "'{20001,20002}'", "'{1,1}'", "'{1,2}'"), true);
@@ -63,6 +65,75 @@ class OutboxQueriesPlanTest {
       assertThat(outboxAccess(plan)).as(plan).containsExactly(
           "Update on outbox o", "Index Scan using outbox_unpublished_idx on outbox i", "Tid Scan on outbox o");
       assertThat(plan).contains("Index Cond: (((topic)::text = ", "AND (id = u.id))");
+    }
+  }
+
+  @Test
+  void assigningABatchReadsTheUnpublishedIndexInIdOrderWithAGenericPlanAsWithACustomOne() throws SQLException {
+    // The function keeps a generic plan once it is no costlier than the custom ones: it must read as they do.
+    env.execute("INSERT INTO outbox (message_id, topic, shard, type, payload, stream_ms, stream_seq, published_at)"
+            + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00', 1, i, now()"
+            + " FROM generate_series(1, 20000) i",
+        "VACUUM ANALYZE outbox",
+        "INSERT INTO outbox (message_id, topic, shard, type, payload)"
+            + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00' FROM generate_series(1, 5000) i");
+    String assign = functionQuery("relay_assign_batches");
+    String arguments = "'{payments,payments}', '{0,1}', '{1,1}', '{1000,1000}', 'relay-a', 1048576";
+
+    for (boolean generic : new boolean[] {true, false}) {
+      String plan = plan(assign, arguments, generic);
+      assertThat(outboxAccess(plan)).as(plan)
+          .containsExactly("Index Scan using outbox_unpublished_idx on outbox x");
+      assertThat(plan).containsPattern("Index Scan using outbox_unpublished_idx on outbox x[^\\n]*\\n\\s*"
+          + "Index Cond: \\(\\(\\(topic\\)::text = \\(b\\w*\\.topic\\)::text\\) AND \\(shard = b\\w*\\.shard\\)\\)");
+    }
+  }
+
+  @Test
+  void onAFreshOutboxNeverAnalysedTheGenericPlansAreTheSameIndexLookups() throws SQLException {
+    // What a function caches in the first minute of a deployment, before autovacuum's first ANALYZE: a plan made
+    // then is kept until the statistics change, so it must not be a scan that grows with the table.
+    String fresh = env.schema() + "_fresh";
+    try {
+      HandoffMigrations.migrate(env.dataSource(), fresh);
+      String assign = plan(fresh, functionQuery(fresh, "relay_assign_batches"),
+          "'{payments}', '{0}', '{1}', '{1000}', 'relay-a', 1048576", true);
+      assertThat(outboxAccess(assign)).as(assign)
+          .containsExactly("Index Scan using outbox_unpublished_idx on outbox x");
+      String mark = plan(fresh, functionQuery(fresh, "relay_mark_batches"), "'{payments}', '{0}', '{1}', '{1000}',"
+          + " '{false}', 'relay-a', '{1,1}', '{1,2}', '{1,1}', '{1,2}'", true);
+      assertThat(outboxAccess(mark)).as(mark).containsExactly(
+          "Update on outbox o", "Index Scan using outbox_unpublished_idx on outbox i", "Tid Scan on outbox o");
+    } finally {
+      env.execute("DROP SCHEMA IF EXISTS " + fresh + " CASCADE");
+    }
+  }
+
+  @Test
+  void theCycleFunctionsFindTheirTablesWhateverTheCallersSearchPath() throws SQLException {
+    env.execute("INSERT INTO outbox (message_id, topic, shard, type, payload)"
+        + " VALUES (gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00')");
+    try (Connection c = env.dataSource().getConnection(); Statement s = c.createStatement()) {
+      c.setAutoCommit(false);
+      s.execute("SET LOCAL search_path = pg_catalog");
+      try (ResultSet rs = s.executeQuery("SELECT ord, leased, id FROM " + env.schema()
+          + ".relay_assign_batches('{payments}', '{0}', '{1}', '{10}', 'relay-a', 1048576)")) {
+        assertThat(rs.next()).isTrue();
+        assertThat(rs.getLong(1)).isEqualTo(1);
+        assertThat(rs.getBoolean(2)).as("no lease row: nothing assigned").isFalse();
+        assertThat(rs.getObject(3)).isNull();
+        assertThat(rs.next()).isFalse();
+      }
+      try (ResultSet rs = s.executeQuery("SELECT leased, marked, added_before FROM " + env.schema()
+          + ".relay_mark_batches('{payments}', '{0}', '{1}', '{1}', '{true}', 'relay-a', '{1}', '{1}', '{1}',"
+          + " '{1}')")) {
+        assertThat(rs.next()).isTrue();
+        assertThat(rs.getLong(1)).isZero();
+        assertThat(rs.getLong(2)).as("no lease held: nothing marked").isZero();
+        assertThat(rs.getObject(3)).isNull();
+        assertThat(rs.next()).isFalse();
+      }
+      c.rollback();
     }
   }
 
@@ -88,6 +159,29 @@ class OutboxQueriesPlanTest {
     assertThat(old).as("the hazard this guards against: no bound on the rows read").doesNotContain("Index Cond");
   }
 
+  /**
+   * The query of the PL/pgSQL function {@code name} of migration V9, which refers to the function's arguments as
+   * {@code $1, $2, ...}: the statement whose plans the function caches.
+   */
+  private String functionQuery(String name) throws SQLException {
+    return functionQuery(env.schema(), name);
+  }
+
+  private String functionQuery(String schema, String name) throws SQLException {
+    try (Connection c = env.dataSource().getConnection();
+        PreparedStatement ps = c.prepareStatement("SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n"
+            + " ON n.oid = p.pronamespace WHERE n.nspname = ? AND p.proname = ?")) {
+      ps.setString(1, schema);
+      ps.setString(2, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        assertThat(rs.next()).as(name).isTrue();
+        Matcher m = Pattern.compile("RETURN QUERY (.*);\\s*END\\s*$", Pattern.DOTALL).matcher(rs.getString(1));
+        assertThat(m.find()).as(rs.getString(1)).isTrue();
+        return m.group(1);
+      }
+    }
+  }
+
   /** The plan's nodes that read or write the outbox, without their costs. */
   private static List<String> outboxAccess(String plan) {
     return plan.lines().map(l -> l.replaceAll("^[\\s>-]*", "").replaceAll("\\s+\\(cost=.*", ""))
@@ -108,6 +202,11 @@ class OutboxQueriesPlanTest {
    * its first executions, or the custom plan made for the arguments.
    */
   private String plan(String sql, String arguments, boolean generic) throws SQLException {
+    return plan(env.schema(), sql, arguments, generic);
+  }
+
+  /** {@link #plan(String, String, boolean)} on the tables of {@code schema}. */
+  private String plan(String schema, String sql, String arguments, boolean generic) throws SQLException {
     AtomicInteger n = new AtomicInteger();
     Matcher m = Pattern.compile("\\?").matcher(sql);
     StringBuilder numbered = new StringBuilder();
@@ -117,6 +216,7 @@ class OutboxQueriesPlanTest {
     m.appendTail(numbered);
     try (Connection c = env.dataSource().getConnection(); Statement s = c.createStatement()) {
       c.setAutoCommit(false);
+      s.execute("SET LOCAL search_path = " + schema);
       s.execute("SET LOCAL plan_cache_mode = " + (generic ? "force_generic_plan" : "force_custom_plan"));
       s.execute("PREPARE probe AS " + numbered);
       StringBuilder plan = new StringBuilder();
