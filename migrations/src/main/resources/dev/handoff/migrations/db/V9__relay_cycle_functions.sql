@@ -9,6 +9,8 @@
 -- The bodies refer to their arguments as $1, $2, ..., typed, so that each is also a statement that can be prepared on
 -- its own (the plan test does). They run with the caller's rights: the relay role's grants apply as if it had sent the
 -- statement itself. search_path is the schema these migrations run in, whatever the calling session's.
+-- To change either, add a migration that replaces it (CREATE OR REPLACE FUNCTION): Flyway refuses a schema whose
+-- applied files changed.
 
 -- Marks the batches a cycle wrote, for every shard given (one element of $1-$5 per shard, in (topic, shard) order
 -- of the caller's choosing; $7-$10 hold each row: the 1-based index of its shard in $1-$5, its outbox id and its
