@@ -39,13 +39,7 @@ class OutboxQueriesPlanTest {
 
   @Test
   void markingABatchLooksUpEachRowEvenWhenStatisticsSayNothingIsUnpublished() throws SQLException {
-    // Steady state: 20,000 published rows, analysed; then a backlog of 5,000 the statistics know nothing of.
-    env.execute("INSERT INTO outbox (message_id, topic, shard, type, payload, stream_ms, stream_seq, published_at)"
-            + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00', 1, i, now()"
-            + " FROM generate_series(1, 20000) i",
-        "VACUUM ANALYZE outbox",
-        "INSERT INTO outbox (message_id, topic, shard, type, payload)"
-            + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00' FROM generate_series(1, 5000) i");
+    steadyStateThenABacklog();
     String mark = functionQuery("relay_mark_batches");
     String arguments = "'{payments}', '{0}', '{1}', '{1000}', '{false}', 'relay-a', %s, %s, %s, %s";
     String literalArrays = literalBatch(20_001);
@@ -71,12 +65,7 @@ class OutboxQueriesPlanTest {
   @Test
   void assigningABatchReadsTheUnpublishedIndexInIdOrderWithAGenericPlanAsWithACustomOne() throws SQLException {
     // The function keeps a generic plan once it is no costlier than the custom ones: it must read as they do.
-    env.execute("INSERT INTO outbox (message_id, topic, shard, type, payload, stream_ms, stream_seq, published_at)"
-            + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00', 1, i, now()"
-            + " FROM generate_series(1, 20000) i",
-        "VACUUM ANALYZE outbox",
-        "INSERT INTO outbox (message_id, topic, shard, type, payload)"
-            + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00' FROM generate_series(1, 5000) i");
+    steadyStateThenABacklog();
     String assign = functionQuery("relay_assign_batches");
     String arguments = "'{payments,payments}', '{0,1}', '{1,1}', '{1000,1000}', 'relay-a', 1048576";
 
@@ -157,6 +146,16 @@ class OutboxQueriesPlanTest {
     String old = plan("SELECT id FROM outbox WHERE published_at < clock_timestamp() - make_interval(secs => ?)"
         + " AND topic = ANY(?) ORDER BY id LIMIT ?", "604800, '{payments}', 1000", false);
     assertThat(old).as("the hazard this guards against: no bound on the rows read").doesNotContain("Index Cond");
+  }
+
+  /** Steady state: 20,000 published rows, analysed; then a backlog of 5,000 the statistics know nothing of. */
+  private void steadyStateThenABacklog() {
+    env.execute("INSERT INTO outbox (message_id, topic, shard, type, payload, stream_ms, stream_seq, published_at)"
+            + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00', 1, i, now()"
+            + " FROM generate_series(1, 20000) i",
+        "VACUUM ANALYZE outbox",
+        "INSERT INTO outbox (message_id, topic, shard, type, payload)"
+            + " SELECT gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00' FROM generate_series(1, 5000) i");
   }
 
   /**
