@@ -53,9 +53,14 @@ final class OutboxQueries {
     // than what this relay last recorded, and the database lost its own records (BatchMarks).
     markPublished = "SELECT * FROM " + schema + ".relay_mark_batches(?::text[], ?::int[], ?::bigint[], ?::bigint[],"
         + " ?::boolean[], ?, ?::int[], ?::bigint[], ?::bigint[], ?::bigint[])";
+    // Each row by the whole key of the unpublished index, one bounded lookup per id, then by ctid, as the mark of
+    // migration V9 finds its rows: a join of the outbox to the ids leaves the plan to the statistics, which in steady
+    // state say almost no row is unpublished, and then reads the whole unpublished index (hash join) or rescans the
+    // ids for every row (nested loop). A LATERAL subquery with LIMIT cannot be flattened into a join.
     unassign = "UPDATE " + outbox + " o SET stream_ms = NULL, stream_seq = NULL"
-        + " FROM (SELECT x.tid FROM unnest(?::bigint[]) AS u(id) CROSS JOIN LATERAL ("
-        + unpublishedRow(outbox, "?", "?") + ") x) t WHERE o.ctid = t.tid AND EXISTS (" + fence + ")";
+        + " FROM (SELECT x.tid FROM unnest(?::bigint[]) AS u(id) CROSS JOIN LATERAL (SELECT i.ctid AS tid FROM "
+        + outbox + " i WHERE i.topic = ? AND i.shard = ? AND i.id = u.id AND i.published_at IS NULL LIMIT 1) x) t"
+        + " WHERE o.ctid = t.tid AND EXISTS (" + fence + ")";
     // After Redis lost a stream: everything at or above the watermark (what some group may not have finished)
     // becomes unpublished again, keeping its stream ID, and Redis's count of added entries starts over.
     republish = "WITH lease AS ("
@@ -88,19 +93,6 @@ final class OutboxQueries {
         + " coalesce(extract(epoch FROM clock_timestamp() - min(published_at) FILTER (WHERE published_at < " + cut
         + ")) * 1000, 0), count(*) FROM (SELECT published_at FROM " + outbox
         + " WHERE id >= ? AND topic = ANY(?) ORDER BY id LIMIT ?) p";
-  }
-
-  /**
-   * The one row with id {@code u.id} of the shard, if still unpublished: a lookup by the whole key of the
-   * unpublished index, one per id. Statements that touch a batch of rows by id go through it (and then by ctid)
-   * rather than joining the outbox to the ids, because a join leaves the plan to the statistics: in steady state
-   * they say almost no row is unpublished, the planner then reads the whole unpublished index (hash join) or
-   * rescans the ids for every row (nested loop), and each batch costs O(backlog) exactly when a backlog builds up.
-   * A LATERAL subquery with LIMIT cannot be flattened, so every plan is one bounded lookup per id.
-   */
-  private static String unpublishedRow(String outbox, String topic, String shard) {
-    return "SELECT i.ctid AS tid FROM " + outbox + " i WHERE i.topic = " + topic + " AND i.shard = " + shard
-        + " AND i.id = u.id AND i.published_at IS NULL LIMIT 1";
   }
 
   /** The statement {@link #purgeRange} runs; its plan is checked by a test. */
