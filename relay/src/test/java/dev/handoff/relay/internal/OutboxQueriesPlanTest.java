@@ -100,26 +100,34 @@ class OutboxQueriesPlanTest {
 
   @Test
   void theCycleFunctionsFindTheirTablesWhateverTheCallersSearchPath() throws SQLException {
-    env.execute("INSERT INTO outbox (message_id, topic, shard, type, payload)"
-        + " VALUES (gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00')");
+    env.execute("TRUNCATE relay_lease",
+        "INSERT INTO relay_lease (topic, shard, owner, epoch, expires_at) VALUES ('payments', 0, 'relay-a', 1,"
+            + " 'infinity')",
+        "INSERT INTO outbox (message_id, topic, shard, type, payload)"
+            + " VALUES (gen_random_uuid(), 'payments', 0, 'payment.created', '\\x00')");
+    long id = env.queryLong("SELECT id FROM outbox");
     try (Connection c = env.dataSource().getConnection(); Statement s = c.createStatement()) {
       c.setAutoCommit(false);
       s.execute("SET LOCAL search_path = pg_catalog");
-      try (ResultSet rs = s.executeQuery("SELECT ord, leased, id FROM " + env.schema()
+      long ms;
+      long seq;
+      try (ResultSet rs = s.executeQuery("SELECT ord, leased, id, stream_ms, stream_seq FROM " + env.schema()
           + ".relay_assign_batches('{payments}', '{0}', '{1}', '{10}', 'relay-a', 1048576)")) {
         assertThat(rs.next()).isTrue();
         assertThat(rs.getLong(1)).isEqualTo(1);
-        assertThat(rs.getBoolean(2)).as("no lease row: nothing assigned").isFalse();
-        assertThat(rs.getObject(3)).isNull();
+        assertThat(rs.getBoolean(2)).as("the lease holds").isTrue();
+        assertThat(rs.getLong(3)).as("the one row, assigned").isEqualTo(id);
+        ms = rs.getLong(4);
+        seq = rs.getLong(5);
         assertThat(rs.next()).isFalse();
       }
       try (ResultSet rs = s.executeQuery("SELECT leased, marked, added_before FROM " + env.schema()
-          + ".relay_mark_batches('{payments}', '{0}', '{1}', '{1}', '{true}', 'relay-a', '{1}', '{1}', '{1}',"
-          + " '{1}')")) {
+          + ".relay_mark_batches('{payments}', '{0}', '{1}', '{1}', '{true}', 'relay-a', '{1}', '{" + id + "}',"
+          + " '{" + ms + "}', '{" + seq + "}')")) {
         assertThat(rs.next()).isTrue();
-        assertThat(rs.getLong(1)).isZero();
-        assertThat(rs.getLong(2)).as("no lease held: nothing marked").isZero();
-        assertThat(rs.getObject(3)).isNull();
+        assertThat(rs.getLong(1)).as("the lease holds").isEqualTo(1);
+        assertThat(rs.getLong(2)).as("the row marked").isEqualTo(1);
+        assertThat(rs.getLong(3)).as("entries added before this mark").isZero();
         assertThat(rs.next()).isFalse();
       }
       c.rollback();
