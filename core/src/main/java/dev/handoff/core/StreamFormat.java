@@ -1,5 +1,6 @@
 package dev.handoff.core;
 
+import dev.handoff.core.internal.InstantText;
 import dev.handoff.core.internal.Json;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
@@ -84,7 +85,7 @@ public final class StreamFormat {
       put(fields, KEY, message.key());
     }
     put(fields, HEADERS, Json.writeStringMap(message.headers()));
-    put(fields, CREATED_AT, message.createdAt().toString());
+    put(fields, CREATED_AT, InstantText.format(message.createdAt()));
     fields.put(bytes(PAYLOAD), message.payload());
     return fields;
   }
@@ -126,7 +127,7 @@ public final class StreamFormat {
     }
     Instant createdAt;
     try {
-      createdAt = Instant.parse(text(fields, CREATED_AT));
+      createdAt = InstantText.parse(text(fields, CREATED_AT));
     } catch (DateTimeParseException e) {
       throw new MalformedEntryException(CREATED_AT, "created_at of message " + messageId + " is not an instant", e);
     }
