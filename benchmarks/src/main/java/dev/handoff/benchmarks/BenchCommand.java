@@ -115,8 +115,13 @@ final class BenchCommand implements Callable<Integer> {
       + " (${DEFAULT-VALUE})")
   String sampleEvery;
 
+  @Option(names = "--warm-up-rounds", defaultValue = "5", description = "at most this many rounds of one unreported"
+      + " run of each pipeline before the first measured one, until the JIT is quiet (at least 2, unless this is 1)"
+      + " (${DEFAULT-VALUE})")
+  int warmUpRounds;
+
   @Option(names = "--quick", description = "a few seconds in all (for tests): --duration 3s --payments 2000"
-      + " --shapes 2x1 --rate 500,0 --overload --overload-rate 500, unless given")
+      + " --shapes 2x1 --rate 500,0 --overload --overload-rate 500 --warm-up-rounds 1, unless given")
   boolean quick;
 
   @Option(names = "--report", defaultValue = "bench-report", description = "folder of report.md and the charts"
@@ -166,6 +171,9 @@ final class BenchCommand implements Callable<Integer> {
       if (!parsed.hasMatchedOption("--shapes")) {
         shapes = List.of("2x1");
       }
+      if (!parsed.hasMatchedOption("--warm-up-rounds")) {
+        warmUpRounds = 1;
+      }
       overload = true;
     }
     if (soak != null && !parsed.hasMatchedOption("--shapes")) {
@@ -196,7 +204,7 @@ final class BenchCommand implements Callable<Integer> {
             workers, batch, payments, retained, overload, overloadRate, schema, keyPrefix, keep,
             parseDuration(outboxRetention, "--outbox-retention"),
             parseDuration(maintenanceInterval, "--maintenance-interval"), wakeUps,
-            pinProducers ? CpuPinning.halves() : null);
+            pinProducers ? CpuPinning.halves() : null, warmUpRounds);
       }
     } catch (IllegalArgumentException e) {
       throw new LedgerException(e.getMessage());

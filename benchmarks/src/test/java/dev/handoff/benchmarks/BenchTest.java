@@ -90,6 +90,12 @@ class BenchTest {
     assertThat(printed).containsPattern("(?m)^end-to-end vs raw pipeline \\(2x1, 500/s\\): \\d+% of raw's \\S+/s$");
     assertThat(md).contains("## End to end against a raw pipeline", "### Database commits per payment",
         "each charged once");
+    // --quick warms up once, and the report gives the compilers' CPU through each of the four measured runs.
+    assertThat(printed).containsPattern("(?m)warm-up round 1: the JIT's compiler threads used [\\d,]+ ms of CPU")
+        .doesNotContain("warm-up round 2");
+    assertThat(md).contains("### JIT compilation during the measured runs")
+        .containsPattern("(?m)^\\| run 1 \\(2x1, 500/s\\) \\| [\\d.]+ \\| [\\d,]+ \\| \\d\\.\\d\\d \\|$")
+        .containsPattern("(?m)^\\| raw run 2 \\(2x1, flat out\\) \\| [\\d.]+ \\| [\\d,]+ \\| \\d\\.\\d\\d \\|$");
     // The relay's transactions are counted, not derived, and the consumer's round trips per batch reported.
     assertThat(md).contains("### Consumer round trips per batch", "CountingDataSource", "![throughput and p99 against"
         + " the asked rate](rates.svg)").doesNotContain("**derived**", "(derived)");

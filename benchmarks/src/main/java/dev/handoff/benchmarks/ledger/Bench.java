@@ -40,6 +40,10 @@ public final class Bench {
   /** Settled payments each schema of the benchmark starts with; see {@link BenchFixtures#seedHistory}. */
   static final int HISTORY = 20_000;
 
+  private static final int MIN_WARM_ROUNDS = 2;
+  /** The compiler threads' CPU, in cores over a warm-up round, under which the JIT counts as quiet. */
+  private static final double QUIET_JIT_CORES = 0.1;
+
   /**
    * What the benchmark runs with. {@code rate 0} is flat out. {@code outboxRetention} and {@code maintenanceInterval}
    * are the end-to-end relays' (a short retention keeps the outbox purge deleting at the append rate, to measure
@@ -49,7 +53,7 @@ public final class Bench {
   public record Config(List<Double> rates, Duration duration, List<Shape> shapes, int shards,
       int workers, int batch, int payments, long retained, boolean overload, double overloadRate, String schema,
       String keyPrefix, boolean keep, Duration outboxRetention, Duration maintenanceInterval, int wakeUps,
-      CpuPinning.Split pinned) {
+      CpuPinning.Split pinned, int maxWarmUpRounds) {
 
     public Config {
       rates = List.copyOf(rates);
@@ -59,6 +63,9 @@ public final class Bench {
       }
       if (shapes.isEmpty()) {
         throw new IllegalArgumentException("--shapes: one or more, such as 32x1,64x1,4x10");
+      }
+      if (maxWarmUpRounds < 1) {
+        throw new IllegalArgumentException("--warm-up-rounds must be at least 1, was " + maxWarmUpRounds);
       }
       if (duration.toMillis() < 1000) {
         throw new IllegalArgumentException("--duration must be at least 1s, was " + duration);
@@ -87,7 +94,8 @@ public final class Bench {
     /** This configuration with {@code shape} first. */
     Config withShape(Shape shape) {
       return new Config(rates, duration, List.of(shape), shards, workers, batch, payments, retained, overload,
-          overloadRate, schema, keyPrefix, keep, outboxRetention, maintenanceInterval, wakeUps, pinned);
+          overloadRate, schema, keyPrefix, keep, outboxRetention, maintenanceInterval, wakeUps, pinned,
+          maxWarmUpRounds);
     }
 
     TopicConfig topic() {
@@ -191,7 +199,7 @@ public final class Bench {
   /** Everything measured. */
   public record Result(Environment env, Config config, Parts parts, List<Run> runs, List<RawRun> raw,
       List<ProducerSide> producerSides, Run empty, Run retained, double retainedInsertSeconds, Run overload,
-      double[] wakeUpMillis) {}
+      double[] wakeUpMillis, List<Jit.During> jit) {}
 
   /** Histogram bucket upper bounds in milliseconds (the last bucket is open). */
   static final double[] BUCKETS_MS = {1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000, 2000,
@@ -222,6 +230,7 @@ public final class Bench {
     List<Run> runs = new ArrayList<>();
     List<RawRun> raw = new ArrayList<>();
     List<ProducerSide> sides = new ArrayList<>();
+    List<Jit.During> jit = new ArrayList<>();
     CpuPinning pinning = config.pinned() == null ? null : CpuPinning.apply(dataSource, redis, config.pinned());
     if (pinning != null) {
       log.event("producer processes and their backends on CPUs %s; this JVM, Redis and the rest of PostgreSQL on %s",
@@ -229,7 +238,7 @@ public final class Bench {
     }
     try {
       warmUp(config, servers, fixtures, log, jdbcUrl);
-      runShapes(config, servers, fixtures, log, jdbcUrl, runs, raw, sides);
+      runShapes(config, servers, fixtures, log, jdbcUrl, runs, raw, sides, jit);
     } finally {
       if (pinning != null) {
         pinning.close();
@@ -267,28 +276,41 @@ public final class Bench {
       wakeUps = inAux(fixtures, "wake", BenchFixtures.History.WITHOUT_OUTBOX_ROWS, (schema, prefix) ->
           new WakeUps(servers, config, log).measure(schema, prefix, config.wakeUps()));
     }
-    return new Result(env, config, parts, runs, raw, sides, empty, retained, insertSeconds, overload, wakeUps);
+    return new Result(env, config, parts, runs, raw, sides, empty, retained, insertSeconds, overload, wakeUps, jit);
   }
 
   /**
-   * One run of each pipeline at the first shape and rate, not reported: the JIT compiles what the runs execute
-   * before the first measured one, as in a service that has been running. Without it the first run, handoff's,
-   * paid for the compilation (measured at 2,000/s, 32x1: C2 took about 0.4 of a core for the first 12 s of
-   * handoff's run, then went quiet, and 2.5 s of the raw run that followed), on a machine it shares with everything.
+   * Rounds of one run of each pipeline at the first shape and rate, not reported, until the JIT is quiet: the
+   * measured runs then execute compiled code, as in a service that has been running. One round was not enough
+   * (2026-12-06, 2,000/s, 32x1, per-thread CPU from /proc): the compiler threads still took 0.32 of a core, of two,
+   * through handoff's measured run and 0.19 through raw's, because each switch between the pipelines deoptimises
+   * code that the other one's profile did not cover (the driver's and Jedis's above all); after three rounds, 0.03
+   * and none. The compiler threads' CPU through each measured run is in the report.
    */
   private static void warmUp(Config config, LedgerServers servers, BenchFixtures fixtures, TimedLog log,
       String jdbcUrl) {
     Config shaped = config.withShape(config.shape());
     double rate = config.rates().get(0);
-    inAux(fixtures, "warm", BenchFixtures.History.FULL, (schema, prefix) -> new EndToEnd(servers, shaped, log,
-        jdbcUrl).run(new EndToEnd.Spec("warm-up (not reported)", schema, prefix, "u-", rate, 0, true)));
-    inAux(fixtures, "warmraw", BenchFixtures.History.FULL, (schema, prefix) -> new RawPipeline(servers, shaped,
-        log, jdbcUrl).run("raw warm-up (not reported)", schema, prefix, "v-", rate));
+    for (int round = 1; round <= config.maxWarmUpRounds(); round++) {
+      List<Jit.During> spent = new ArrayList<>();
+      Jit.during("warm-up", spent, () -> {
+        inAux(fixtures, "warm", BenchFixtures.History.FULL, (schema, prefix) -> new EndToEnd(servers, shaped, log,
+            jdbcUrl).run(new EndToEnd.Spec("warm-up (not reported)", schema, prefix, "u-", rate, 0, true)));
+        return inAux(fixtures, "warmraw", BenchFixtures.History.FULL, (schema, prefix) -> new RawPipeline(servers,
+            shaped, log, jdbcUrl).run("raw warm-up (not reported)", schema, prefix, "v-", rate));
+      });
+      Jit.During d = spent.get(0);
+      log.event("warm-up round %d: the JIT's compiler threads used %,.0f ms of CPU in %.1f s (%.2f of a core)",
+          round, d.cpuMillis(), d.seconds(), d.cores());
+      if (round >= Math.min(MIN_WARM_ROUNDS, config.maxWarmUpRounds()) && d.cores() < QUIET_JIT_CORES) {
+        return;
+      }
+    }
   }
 
   /** Each shape at each rate: handoff's run, the raw pipeline's right after it and, flat out, the bare producers. */
   private static void runShapes(Config config, LedgerServers servers, BenchFixtures fixtures, TimedLog log,
-      String jdbcUrl, List<Run> runs, List<RawRun> raw, List<ProducerSide> sides) {
+      String jdbcUrl, List<Run> runs, List<RawRun> raw, List<ProducerSide> sides, List<Jit.During> jit) {
     int i = 1;
     for (Shape shape : config.shapes()) {
       Config shaped = config.withShape(shape);
@@ -296,13 +318,15 @@ public final class Bench {
       RawPipeline rawPipeline = new RawPipeline(servers, shaped, log, jdbcUrl);
       for (double rate : config.rates()) {
         String name = shape + ", " + (rate == 0 ? "flat out" : String.format("%,.0f/s", rate));
-        Run run = shapedRun.run(new EndToEnd.Spec("run " + i + " (" + name + ")", config.schema(),
-            config.keyPrefix(), "r" + i + "-", rate, 0, true));
-        runs.add(run);
         int n = i;
+        String runName = "run " + n + " (" + name + ")";
+        Run run = Jit.during(runName, jit, () -> shapedRun.run(new EndToEnd.Spec(runName, config.schema(),
+            config.keyPrefix(), "r" + n + "-", rate, 0, true)));
+        runs.add(run);
         // Right after the handoff run, on the same servers and settings, in a schema and key prefix of its own.
-        RawRun rawRun = inAux(fixtures, "raw", BenchFixtures.History.FULL, (schema, prefix) -> rawPipeline.run(
-            "raw run " + n + " (" + name + ")", schema, prefix, "w" + n + "-", rate));
+        String rawName = "raw run " + n + " (" + name + ")";
+        RawRun rawRun = Jit.during(rawName, jit, () -> inAux(fixtures, "raw", BenchFixtures.History.FULL,
+            (schema, prefix) -> rawPipeline.run(rawName, schema, prefix, "w" + n + "-", rate)));
         raw.add(rawRun);
         log.printf("end-to-end vs raw pipeline (%s): %.0f%% of raw's %,.0f/s%n", name,
             100 * run.endToEnd() / rawRun.run().endToEnd(), rawRun.run().endToEnd());

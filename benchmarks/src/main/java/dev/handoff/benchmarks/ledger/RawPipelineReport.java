@@ -32,6 +32,7 @@ final class RawPipelineReport {
           .append(ratio(h.p50() / w.p50())).append(" | ").append(BenchReport.fmt1(h.p99())).append(" / ")
           .append(BenchReport.fmt1(w.p99())).append(" | ").append(ratio(h.p99() / w.p99())).append(" |\n");
     }
+    md.append(jitSection(r));
     md.append("\n### Database commits per payment\n\n");
     md.append("| rate | run | payments | producer | relay | consumer | total counted | pg_stat_database delta |"
         + " exact counts |\n|---|---|---|---|---|---|---|---|---|\n");
@@ -55,6 +56,22 @@ final class RawPipelineReport {
         + " PostgreSQL counts as a transaction) and the driver's internal queries, and since PostgreSQL flushes each"
         + " backend's counters at most once a second it can miss about a second of commits.\n\n");
     md.append(tripsSection(r));
+    return md.toString();
+  }
+
+  /** How long the JIT compiled during each measured run: how warm the run was. */
+  private static String jitSection(Bench.Result r) {
+    StringBuilder md = new StringBuilder("\n### JIT compilation during the measured runs\n\n");
+    md.append("| run | seconds | compiler CPU ms | cores |\n|---|---|---|---|\n");
+    for (Jit.During d : r.jit()) {
+      md.append("| ").append(d.what()).append(" | ").append(BenchReport.fmt1(d.seconds())).append(" | ")
+          .append(BenchReport.n0(d.cpuMillis())).append(" | ").append(String.format(Locale.ROOT, "%.2f", d.cores()))
+          .append(" |\n");
+    }
+    md.append("\nThe CPU of this JVM's JIT compiler threads while each run, its set-up and its drain ran, and that CPU"
+        + " in cores over the run. The warm-up rounds before the first run repeat until the compilers use under 0.1"
+        + " of a core through a round (2 to 5 rounds, in the log): a compiler thread still at work takes its CPU from"
+        + " the run it overlaps. Producer processes of their own warm up apart, and are not counted here.\n");
     return md.toString();
   }
 
