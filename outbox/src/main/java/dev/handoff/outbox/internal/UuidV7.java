@@ -14,10 +14,17 @@ public final class UuidV7 {
   private UuidV7() {}
 
   public static UUID next(long unixMillis) {
-    long random = RANDOM.nextLong();
-    long randA = RANDOM.nextInt() & 0x0FFFL;
+    // One call for all the random bits: each call to the platform's generator takes its lock and reads the kernel's
+    // source, and every producer session of the process appends through it.
+    byte[] random = new byte[10];
+    RANDOM.nextBytes(random);
+    long randA = ((random[0] & 0xFFL) << 8 | (random[1] & 0xFFL)) & 0x0FFFL;
+    long randB = 0;
+    for (int i = 2; i < 10; i++) {
+      randB = randB << 8 | (random[i] & 0xFFL);
+    }
     long msb = (unixMillis << 16) | 0x7000L | randA;
-    long lsb = (random & 0x3FFF_FFFF_FFFF_FFFFL) | 0x8000_0000_0000_0000L;
+    long lsb = (randB & 0x3FFF_FFFF_FFFF_FFFFL) | 0x8000_0000_0000_0000L;
     return new UUID(msb, lsb);
   }
 
