@@ -6,10 +6,15 @@ import static org.awaitility.Awaitility.await;
 
 import dev.handoff.core.ShardId;
 import dev.handoff.core.StreamFormat;
+import dev.handoff.core.TopicConfig;
+import dev.handoff.core.internal.Shards;
+import dev.handoff.outbox.Message;
+import dev.handoff.outbox.Outbox;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.TestEnvironment;
 import dev.handoff.testkit.SimulatedCrash;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -60,14 +65,16 @@ class RelayFoldedMarkTest {
     assertThat(cycle.assigned()).isEqualTo(ROWS);
     assertThat(cycle.published()).isEqualTo(ROWS);
 
-    // A = an assignment, M = a mark; one string per committed transaction that holds either.
+    // C = the "which shards have rows" check, A = an assignment, M = a mark; one string per committed transaction
+    // that holds any of them.
     List<String> publishing = recorder.committed().stream().map(RelayFoldedMarkTest::shape)
         .filter(s -> !s.isEmpty()).toList();
-    // 5 batches, 6 commits (before the fold: 10). The last transaction marks the fifth batch and asks for a sixth
-    // that finds nothing: until their mark a held batch's rows look unassigned to the "which shards have rows"
-    // check, which runs first in the same transaction and costs no commit of its own.
+    // 5 batches, 6 commits (before the fold: 10). Only the first cycle, which has nothing to mark, checks first: a
+    // cycle that marks writes anyway, so it asks its shards without the check's round trip. The last transaction
+    // marks the fifth batch and asks for a sixth, which finds nothing; the next cycle, with nothing to mark, checks,
+    // finds no rows and writes nothing.
     assertThat(publishing).as("each transaction marks the previous batch and assigns the next")
-        .containsExactly("A", "MA", "MA", "MA", "MA", "MA");
+        .containsExactly("CA", "MA", "MA", "MA", "MA", "MA", "C");
 
     assertThat(RelayTestSupport.unpublished(env)).isZero();
     assertThat(env.queryLong("select count(*) from relay_lease where batch_ids is not null")).isZero();
@@ -75,6 +82,45 @@ class RelayFoldedMarkTest {
     assertThat(entries).hasSize(ROWS);
     RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, entries);
     RelayTestSupport.assertInOutboxIdOrder(entries);
+  }
+
+  /**
+   * A cycle that marks asks every shard without the check, so a shard with no rows is asked too, after one whose
+   * batch it marks (shard 1's mark, then shard 0 and 1 asked: all lease rows locked first, in shard order). It gets
+   * nothing and keeps nothing pending; every row of the busy shard goes out once, in order.
+   */
+  @Test
+  void aShardWithNoRowsAskedByAMarkingCycleGetsNothingAndTheBusyOneGoesOutWhole() throws Exception {
+    String topic = "folded-two";
+    List<Message> busy = new ArrayList<>();
+    for (int i = 0; busy.size() < ROWS; i++) {
+      if (Shards.of("k" + i, null, 2) == 1) {
+        busy.add(Message.builder(topic, "order.placed").key("k" + i).payload("payload-" + i).build());
+      }
+    }
+    RelayTestSupport.appendAll(env, Outbox.builder().schema(env.schema()).topic(TopicConfig.of(topic)
+        .withShards(2)).build(), busy);
+    TransactionRecorder recorder = new TransactionRecorder(env.dataSource());
+    RelayCycle cycle;
+    try (Relay relay = Relay.builder(recorder, env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
+        .topic(TopicConfig.of(topic).withShards(2)).batchSize(BATCH, BATCH).build()) {
+      cycle = relay.relayOnce();
+    }
+
+    assertThat(cycle.published()).isEqualTo(ROWS);
+    assertThat(recorder.committed().stream().map(RelayFoldedMarkTest::shape).filter(s -> !s.isEmpty()).toList())
+        .containsExactly("CA", "MA", "MA", "MA", "MA", "MA", "C");
+    assertThat(env.queryLong("select count(*) from relay_lease where topic = ? and batch_ids is null"
+        + " and last_ms = 0 and shard = 0", topic)).as("shard 0: asked, nothing assigned").isEqualTo(1);
+    assertThat(env.queryLong("select count(*) from relay_lease where topic = ? and batch_ids is not null", topic))
+        .isZero();
+    assertThat(env.redis().exists(StreamFormat.streamKey(env.keyPrefix(), topic, 0))).isFalse();
+    List<RelayTestSupport.Entry> entries =
+        RelayTestSupport.entries(env.redis(), StreamFormat.streamKey(env.keyPrefix(), topic, 1));
+    assertThat(entries).hasSize(ROWS);
+    RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, entries);
+    RelayTestSupport.assertInOutboxIdOrder(entries);
+    assertThat(RelayTestSupport.unpublished(env, topic)).isZero();
   }
 
   /** Where in the folded cycle the relay dies. */
@@ -193,7 +239,9 @@ class RelayFoldedMarkTest {
     StringBuilder out = new StringBuilder();
     // A cycle sends its marks, assignments and COMMIT as one execute (one round trip): split it into its statements.
     for (String sql : transaction.stream().flatMap(s -> java.util.Arrays.stream(s.split(";\n"))).toList()) {
-      if (sql.contains(".relay_mark_batches(")) {
+      if (sql.contains(" WHERE EXISTS (SELECT 1 FROM ") && sql.contains(".outbox o WHERE o.topic = s.topic")) {
+        out.append('C');
+      } else if (sql.contains(".relay_mark_batches(")) {
         out.append('M');
       } else if (sql.contains(".relay_assign_batches(")) {
         out.append('A');

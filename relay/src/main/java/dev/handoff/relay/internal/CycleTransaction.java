@@ -47,18 +47,21 @@ final class CycleTransaction {
   record Cycle(List<BatchMarks.Recorded> recorded, List<Wanted> wanted, List<OutboxQueries.Batch> batches) {}
 
   /**
-   * The shards that have rows (one read-only statement for all of them), each with how many it may take now; none
-   * of a shard whose pending batch is still to be sent.
+   * The shards to ask for a batch, each with how many rows it may take now; none of a shard whose pending batch is
+   * still to be sent. A cycle that marks batches ({@code marking}) commits a write anyway, so it asks every shard of
+   * an unbounded target: a shard with no rows then costs its lease row's lock in that transaction, and the cycle
+   * saves the round trip of the check, one of its two to the database. Otherwise only the shards that have rows
+   * (one read-only statement for all of them) are asked: an idle relay's wake-up must not cost a durable commit.
    */
-  List<Wanted> wanted(Connection c, ShardFailures failures) throws SQLException {
+  List<Wanted> wanted(Connection c, ShardFailures failures, boolean marking) throws SQLException {
     rowsLeftWaiting = false;
-    Set<ShardId> withWork = pendingWork.shardsWithWork(c, table.ids());
+    Set<ShardId> withWork = marking && !streams.bounded() ? null : pendingWork.shardsWithWork(c, table.ids());
     List<Wanted> wanted = new ArrayList<>();
     for (OwnedShard o : table.shards()) {
       if (table.mustResend(o) || o.paused) {
         continue;
       }
-      if (!withWork.contains(o.id)) {
+      if (withWork != null && !withWork.contains(o.id)) {
         o.adaptBatchSize(0, config.publishing().minBatchSize(), config.publishing().maxBatchSize());
         continue;
       }

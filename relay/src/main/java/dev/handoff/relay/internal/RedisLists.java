@@ -50,6 +50,11 @@ final class RedisLists implements RedisTransport {
   }
 
   @Override
+  public boolean bounded() {
+    return true;
+  }
+
+  @Override
   public PublishResult publish(String key, String relayKey, long confirmedAdded, List<OutboxRow> rows) {
     List<byte[]> args = new ArrayList<>(rows.size() * 3 + 2);
     args.add(bytes(Long.toString(confirmedAdded)));

@@ -45,6 +45,11 @@ final class RedisStreams implements RedisTransport {
     return Long.MAX_VALUE;
   }
 
+  @Override
+  public boolean bounded() {
+    return false;
+  }
+
   /**
    * Adds the rows with their stream IDs, in order, unless Redis lost the stream: its own count of entries the
    * relays added is lower than {@code confirmedAdded}, or the stream is gone.

@@ -51,6 +51,9 @@ interface RedisTransport {
   /** How many more rows the target accepts now; {@link Long#MAX_VALUE} when it is unbounded. */
   long room(String key, String relayKey);
 
+  /** Whether {@link #room} can be below {@link Long#MAX_VALUE}, and then costs a round trip to Redis. */
+  boolean bounded();
+
   /**
    * Writes the rows, in order, unless Redis lost what the relay wrote before (its own count of added entries is
    * below {@code confirmedAdded}); with no rows it only checks for that loss.

@@ -103,7 +103,8 @@ final class ShardPublisher {
       List<BatchMarks.Written> toMark = table.takeHeld();
       CycleTransaction.Cycle cycle;
       try {
-        cycle = Transactions.inOne(c, () -> transaction.markAndAssign(c, toMark, transaction.wanted(c, failures)));
+        cycle = Transactions.inOne(c, () -> transaction.markAndAssign(c, toMark,
+            transaction.wanted(c, failures, !toMark.isEmpty())));
       } catch (SQLException | RuntimeException | Error e) {
         toMark.forEach(w -> table.resend(w.shard()));
         throw e;
