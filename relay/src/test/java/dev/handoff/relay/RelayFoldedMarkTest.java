@@ -23,6 +23,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The folded mark: a busy relay marks the batch a cycle wrote in the next cycle's transaction, the one that assigns
@@ -85,38 +86,46 @@ class RelayFoldedMarkTest {
   }
 
   /**
-   * A cycle that marks asks every shard without the check, so a shard with no rows is asked too, after one whose
-   * batch it marks (shard 1's mark, then shard 0 and 1 asked: all lease rows locked first, in shard order). It gets
-   * nothing and keeps nothing pending; every row of the busy shard goes out once, in order.
+   * A cycle that marks the batches of at least half its shards asks all of them without the check: with 2 shards
+   * and rows in shard 1 only, shard 0 is asked too, ahead of the marked one (every lease row locked first, in shard
+   * order), gets nothing and keeps nothing pending. With 3, one marked batch is less than half, and the check runs
+   * first, so that a trickle into one shard of many does not lock every lease row. Either way every row of the busy
+   * shard goes out once, in order.
    */
-  @Test
-  void aShardWithNoRowsAskedByAMarkingCycleGetsNothingAndTheBusyOneGoesOutWhole() throws Exception {
-    String topic = "folded-two";
+  @ParameterizedTest
+  @ValueSource(ints = {2, 3})
+  void aMarkingCycleAsksItsIdleShardsOnlyWhenItMarksAtLeastHalfAndTheBusyShardGoesOutWhole(int shards)
+      throws Exception {
+    String topic = "folded-" + shards;
+    int busyShard = shards - 1;
     List<Message> busy = new ArrayList<>();
     for (int i = 0; busy.size() < ROWS; i++) {
-      if (Shards.of("k" + i, null, 2) == 1) {
+      if (Shards.of("k" + i, null, shards) == busyShard) {
         busy.add(Message.builder(topic, "order.placed").key("k" + i).payload("payload-" + i).build());
       }
     }
-    RelayTestSupport.appendAll(env, Outbox.builder().schema(env.schema()).topic(TopicConfig.of(topic)
-        .withShards(2)).build(), busy);
+    TopicConfig config = TopicConfig.of(topic).withShards(shards);
+    RelayTestSupport.appendAll(env, Outbox.builder().schema(env.schema()).topic(config).build(), busy);
     TransactionRecorder recorder = new TransactionRecorder(env.dataSource());
     RelayCycle cycle;
     try (Relay relay = Relay.builder(recorder, env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
-        .topic(TopicConfig.of(topic).withShards(2)).batchSize(BATCH, BATCH).build()) {
+        .topic(config).batchSize(BATCH, BATCH).build()) {
       cycle = relay.relayOnce();
     }
 
     assertThat(cycle.published()).isEqualTo(ROWS);
+    String marking = shards == 2 ? "MA" : "CMA";
     assertThat(recorder.committed().stream().map(RelayFoldedMarkTest::shape).filter(s -> !s.isEmpty()).toList())
-        .containsExactly("CA", "MA", "MA", "MA", "MA", "MA", "C");
-    assertThat(env.queryLong("select count(*) from relay_lease where topic = ? and batch_ids is null"
-        + " and last_ms = 0 and shard = 0", topic)).as("shard 0: asked, nothing assigned").isEqualTo(1);
+        .containsExactly("CA", marking, marking, marking, marking, marking, "C");
+    assertThat(env.queryLong("select count(*) from relay_lease where topic = ? and shard < ? and batch_ids is null"
+        + " and last_ms = 0", topic, busyShard)).as("the idle shards: nothing ever assigned").isEqualTo(busyShard);
     assertThat(env.queryLong("select count(*) from relay_lease where topic = ? and batch_ids is not null", topic))
         .isZero();
-    assertThat(env.redis().exists(StreamFormat.streamKey(env.keyPrefix(), topic, 0))).isFalse();
+    for (int idle = 0; idle < busyShard; idle++) {
+      assertThat(env.redis().exists(StreamFormat.streamKey(env.keyPrefix(), topic, idle))).isFalse();
+    }
     List<RelayTestSupport.Entry> entries =
-        RelayTestSupport.entries(env.redis(), StreamFormat.streamKey(env.keyPrefix(), topic, 1));
+        RelayTestSupport.entries(env.redis(), StreamFormat.streamKey(env.keyPrefix(), topic, busyShard));
     assertThat(entries).hasSize(ROWS);
     RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, entries);
     RelayTestSupport.assertInOutboxIdOrder(entries);

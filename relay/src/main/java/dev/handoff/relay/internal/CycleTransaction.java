@@ -48,14 +48,18 @@ final class CycleTransaction {
 
   /**
    * The shards to ask for a batch, each with how many rows it may take now; none of a shard whose pending batch is
-   * still to be sent. A cycle that marks batches ({@code marking}) commits a write anyway, so it asks every shard of
-   * an unbounded target: a shard with no rows then costs its lease row's lock in that transaction, and the cycle
-   * saves the round trip of the check, one of its two to the database. Otherwise only the shards that have rows
-   * (one read-only statement for all of them) are asked: an idle relay's wake-up must not cost a durable commit.
+   * still to be sent. A cycle that marks the batches of at least half the shards it may ask ({@code marking} of
+   * them) commits a write anyway, so it asks all of them, where the target is unbounded: a shard with no rows then
+   * costs its lease row's lock in that transaction, no more locks than the marks take, and the cycle saves the round
+   * trip of the check, one of its two to the database. Otherwise only the shards that have rows (one read-only
+   * statement for all of them) are asked: an idle relay's wake-up must not cost a durable commit, nor a trickle into
+   * one shard of many a lock on every lease row.
    */
-  List<Wanted> wanted(Connection c, ShardFailures failures, boolean marking) throws SQLException {
+  List<Wanted> wanted(Connection c, ShardFailures failures, int marking) throws SQLException {
     rowsLeftWaiting = false;
-    Set<ShardId> withWork = marking && !streams.bounded() ? null : pendingWork.shardsWithWork(c, table.ids());
+    long askable = table.shards().stream().filter(o -> !table.mustResend(o) && !o.paused).count();
+    boolean askAll = marking > 0 && 2L * marking >= askable && !streams.bounded();
+    Set<ShardId> withWork = askAll ? null : pendingWork.shardsWithWork(c, table.ids());
     List<Wanted> wanted = new ArrayList<>();
     for (OwnedShard o : table.shards()) {
       if (table.mustResend(o) || o.paused) {

@@ -104,7 +104,7 @@ final class ShardPublisher {
       CycleTransaction.Cycle cycle;
       try {
         cycle = Transactions.inOne(c, () -> transaction.markAndAssign(c, toMark,
-            transaction.wanted(c, failures, !toMark.isEmpty())));
+            transaction.wanted(c, failures, toMark.size())));
       } catch (SQLException | RuntimeException | Error e) {
         toMark.forEach(w -> table.resend(w.shard()));
         throw e;
