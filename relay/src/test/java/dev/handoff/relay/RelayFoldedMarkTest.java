@@ -58,11 +58,7 @@ class RelayFoldedMarkTest {
   void eachBatchIsMarkedInTheTransactionThatAssignsTheNextOne() throws Exception {
     appendKeyed(env, TOPIC, ROWS);
     TransactionRecorder recorder = new TransactionRecorder(env.dataSource());
-    RelayCycle cycle;
-    try (Relay relay = Relay.builder(recorder, env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
-        .topic(TOPIC).batchSize(BATCH, BATCH).build()) {
-      cycle = relay.relayOnce();
-    }
+    RelayCycle cycle = relayOnceThrough(recorder, TopicConfig.of(TOPIC));
     assertThat(cycle.assigned()).isEqualTo(ROWS);
     assertThat(cycle.published()).isEqualTo(ROWS);
 
@@ -107,11 +103,7 @@ class RelayFoldedMarkTest {
     TopicConfig config = TopicConfig.of(topic).withShards(shards);
     RelayTestSupport.appendAll(env, Outbox.builder().schema(env.schema()).topic(config).build(), busy);
     TransactionRecorder recorder = new TransactionRecorder(env.dataSource());
-    RelayCycle cycle;
-    try (Relay relay = Relay.builder(recorder, env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
-        .topic(config).batchSize(BATCH, BATCH).build()) {
-      cycle = relay.relayOnce();
-    }
+    RelayCycle cycle = relayOnceThrough(recorder, config);
 
     assertThat(cycle.published()).isEqualTo(ROWS);
     String marking = shards == 2 ? "MA" : "CMA";
@@ -242,6 +234,14 @@ class RelayFoldedMarkTest {
     assertThat(entries.stream().map(e -> e.message().messageId()).distinct()).hasSize(300);
     RelayTestSupport.assertIdsIncreaseAndMatchOutbox(env, entries);
     RelayTestSupport.assertInOutboxIdOrder(entries);
+  }
+
+  /** {@code relayOnce()} of a relay of {@code topic} (batches of {@value #BATCH}) whose transactions are recorded. */
+  private RelayCycle relayOnceThrough(TransactionRecorder recorder, TopicConfig topic) {
+    try (Relay relay = Relay.builder(recorder, env.redisSpec()).schema(env.schema()).keyPrefix(env.keyPrefix())
+        .topic(topic).batchSize(BATCH, BATCH).build()) {
+      return relay.relayOnce();
+    }
   }
 
   private static String shape(List<String> transaction) {
