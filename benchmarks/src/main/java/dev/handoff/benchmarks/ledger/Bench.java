@@ -40,9 +40,9 @@ public final class Bench {
   /** Settled payments each schema of the benchmark starts with; see {@link BenchFixtures#seedHistory}. */
   static final int HISTORY = 20_000;
 
-  private static final int MIN_WARM_ROUNDS = 2;
+  static final int MIN_WARM_ROUNDS = 2;
   /** The compiler threads' CPU, in cores over a warm-up round, under which the JIT counts as quiet. */
-  private static final double QUIET_JIT_CORES = 0.1;
+  static final double QUIET_JIT_CORES = 0.1;
 
   /**
    * What the benchmark runs with. {@code rate 0} is flat out. {@code outboxRetention} and {@code maintenanceInterval}

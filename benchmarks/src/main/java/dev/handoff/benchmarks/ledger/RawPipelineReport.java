@@ -69,9 +69,11 @@ final class RawPipelineReport {
           .append(" |\n");
     }
     md.append("\nThe CPU of this JVM's JIT compiler threads while each run, its set-up and its drain ran, and that CPU"
-        + " in cores over the run. The warm-up rounds before the first run repeat until the compilers use under 0.1"
-        + " of a core through a round (2 to 5 rounds, in the log): a compiler thread still at work takes its CPU from"
-        + " the run it overlaps. Producer processes of their own warm up apart, and are not counted here.\n");
+        + " in cores over the run. The warm-up rounds before the first run repeat until the compilers use under "
+        + Bench.QUIET_JIT_CORES + " of a core through a round (rounds: at least " + Math.min(Bench.MIN_WARM_ROUNDS,
+        r.config().maxWarmUpRounds()) + ", at most " + r.config().maxWarmUpRounds() + ", in the log): a compiler"
+        + " thread still at work takes its CPU from the run it overlaps. Producer processes of their own warm up"
+        + " apart, and are not counted here.\n");
     return md.toString();
   }
 
