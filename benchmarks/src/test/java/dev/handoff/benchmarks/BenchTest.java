@@ -38,7 +38,7 @@ class BenchTest {
     Path report = dir.resolve("report");
     int exit = BenchmarksCli.execute(new PrintWriter(out), new PrintWriter(err), "bench", "--quick", "--jdbc-url",
         env.postgres().jdbcUrl(), "--redis-url", env.redisUri().toString(), "--schema", env.schema(),
-        "--key-prefix", env.keyPrefix(), "--report", report.toString());
+        "--key-prefix", env.keyPrefix(), "--report", report.toString(), "--keep");
 
     // then
     String printed = out.toString();
@@ -55,8 +55,8 @@ class BenchTest {
     assertThat(md).contains("| PostgreSQL | PostgreSQL " + postgresVersion() + " ");
     assertThat(md).contains("| Redis | " + redisVersion() + " (");
 
-    // The main runs' payments and charges, as printed, are the database's, one charge each: the run at 500/s, then
-    // the one flat out, in the same schema.
+    // Each run's payments and charges, as printed, are those of its own schema (kept by --keep), one charge each:
+    // the run at 500/s, then the one flat out, each in a fresh schema seeded with the same settled history.
     Matcher m = Pattern.compile("^e2e run 1 \\(2x1, 500/s\\): payments (\\d+) charges (\\d+)$", Pattern.MULTILINE)
         .matcher(printed);
     assertThat(m.find()).as("summary line in:%n%s", printed).isTrue();
@@ -64,18 +64,19 @@ class BenchTest {
     Matcher flat = Pattern.compile("^e2e run 2 \\(2x1, flat out\\): payments (\\d+) charges (\\d+)$",
         Pattern.MULTILINE).matcher(printed);
     assertThat(flat.find()).as("flat-out summary line in:%n%s", printed).isTrue();
-    long payments = Long.parseLong(m.group(1)) + Long.parseLong(flat.group(1));
-    long charges = Long.parseLong(m.group(2)) + Long.parseLong(flat.group(2));
-    assertThat(charges).isEqualTo(payments);
-    // Besides the settled history the schema starts with, so that its statistics describe a running service.
-    assertThat(env.queryLong("SELECT count(*) FROM payment WHERE payment_id NOT LIKE 'history-%'"))
-        .isEqualTo(payments);
-    assertThat(env.queryLong("SELECT count(*) FROM charge WHERE ledger = 'ledger'"
-        + " AND payment_id NOT LIKE 'history-%'")).isEqualTo(charges);
-    assertThat(env.queryLong("SELECT count(*) FROM charge WHERE payment_id LIKE 'history-%'"))
-        .isEqualTo(env.queryLong("SELECT count(*) FROM payment WHERE payment_id LIKE 'history-%'"))
-        .isEqualTo(20_000);
-    assertThat(LedgerAudit.audit(env.dataSource(), env.schema(), "ledger").passed()).isTrue();
+    for (Matcher run : List.of(m, flat)) {
+      String schema = env.schema() + (run == m ? "_run1" : "_run2");
+      long payments = Long.parseLong(run.group(1));
+      assertThat(Long.parseLong(run.group(2))).as("charges of %s", schema).isEqualTo(payments);
+      assertThat(env.queryLong("SELECT count(*) FROM " + schema + ".payment WHERE payment_id NOT LIKE 'history-%'"))
+          .as("payments in %s", schema).isEqualTo(payments);
+      assertThat(env.queryLong("SELECT count(*) FROM " + schema + ".charge WHERE ledger = 'ledger'"
+          + " AND payment_id NOT LIKE 'history-%'")).as("charges in %s", schema).isEqualTo(payments);
+      assertThat(env.queryLong("SELECT count(*) FROM " + schema + ".charge WHERE payment_id LIKE 'history-%'"))
+          .isEqualTo(env.queryLong("SELECT count(*) FROM " + schema + ".payment WHERE payment_id LIKE 'history-%'"))
+          .isEqualTo(20_000);
+      assertThat(LedgerAudit.audit(env.dataSource(), schema, "ledger").passed()).as("audit of %s", schema).isTrue();
+    }
 
     // Right after it, the raw pipeline at the same rate: every one of its payments charged exactly once, counted in
     // its own schema before that was dropped, and the comparison printed and reported.
@@ -145,11 +146,15 @@ class BenchTest {
     assertThat(number.apply(3, "consumer_batches") * number.apply(3, "consumer_batch_size"))
         .isCloseTo((double) Long.parseLong(flat.group(1)), offset(0.5));
 
-    // The raw run wrote nothing into the main schema.
-    assertThat(env.queryLong("SELECT count(*) FROM charge WHERE ledger = 'raw'")).isZero();
-    // The auxiliary schemas are gone.
-    assertThat(env.queryLong("SELECT count(*) FROM pg_namespace WHERE nspname LIKE ?", env.schema() + "\\_%"))
+    // No run wrote into the main schema, which holds the settled history only; the second handoff run did not
+    // start on the first one's rows, nor raw's on handoff's.
+    assertThat(env.queryLong("SELECT count(*) FROM payment WHERE payment_id NOT LIKE 'history-%'")).isZero();
+    assertThat(env.queryLong("SELECT count(*) FROM " + env.schema() + "_run2.payment WHERE payment_id LIKE 'r1-%'"))
         .isZero();
+    assertThat(env.queryLong("SELECT count(*) FROM " + env.schema() + "_raw.charge WHERE ledger = 'ledger'"
+        + " AND payment_id NOT LIKE 'history-%'")).isZero();
+    env.execute("DO $$ DECLARE s text; BEGIN FOR s IN SELECT nspname FROM pg_namespace WHERE nspname LIKE '"
+        + env.schema() + "\\_%' LOOP EXECUTE format('DROP SCHEMA %I CASCADE', s); END LOOP; END $$");
   }
 
   /** The test server's version number, such as {@code 17.5} or {@code 15.20}, as {@code version()} starts with it. */
