@@ -134,7 +134,14 @@ class BenchTest {
           .isGreaterThanOrEqualTo(1);
       assertThat(number.apply(line, "p99_ms")).isPositive();
       assertThat(number.apply(line, "window_charged_per_s")).isPositive();
+      // Where the rows waited, from the run's tables. A stream ID is taken after the producer's transaction began
+      // and before the consumer's: each leg is at least 0, less the millisecond the ID's time is truncated to.
+      assertThat(number.apply(line, "to_stream_p50_ms")).isGreaterThan(-1.0)
+          .isLessThanOrEqualTo(number.apply(line, "to_stream_p99_ms"));
+      assertThat(number.apply(line, "to_consumer_p50_ms")).isGreaterThan(-1.0)
+          .isLessThanOrEqualTo(number.apply(line, "to_consumer_p99_ms"));
     }
+    assertThat(md).contains("### Where a row waits", "| 500/s | handoff | ", "| 500/s | raw | ");
     // The raw consumer reads new entries only, commits once per batch, and never claims.
     assertThat(number.apply(2, "db_commits_per_batch")).isEqualTo(1.0);
     assertThat(number.apply(2, "xautoclaim_per_batch")).isZero();

@@ -151,7 +151,15 @@ public final class Bench {
       double p50, double p95, double p99, double max, double drainSeconds, boolean drained, double dbTps,
       double backlogGrowth, long peakBacklog, long peakHeap, long peakHeapAfterGc, List<Sample> samples,
       double[] secT, double[] secP50, double[] secP99, double[] secMax, double[] secCharged, long[] histogram,
-      Commits commits, ConsumerTrips trips) {
+      Commits commits, ConsumerTrips trips, RowWaits waits) {
+
+    /** This run with where its rows waited, read from its tables once it ended. */
+    Run withWaits(RowWaits rowWaits) {
+      return new Run(name, rate, consumerLimit, seconds, paid, charged, producedRate, windowThroughput, endToEnd,
+          latencySamples, unrecordedCommits, p50, p95, p99, max, drainSeconds, drained, dbTps, backlogGrowth,
+          peakBacklog, peakHeap, peakHeapAfterGc, samples, secT, secP50, secP99, secMax, secCharged, histogram,
+          commits, trips, rowWaits);
+    }
 
     /** Whether a fixed rate was held: produced within 2%, no lasting backlog growth, drained within 2 s. */
     public boolean sustained() {

@@ -98,7 +98,8 @@ record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log, String
     Bench.Run run = RunAnalysis.analyse(new RunAnalysis.Measured(spec.name(), spec.rate(), spec.consumerLimit(),
         timings, t0 - origin, stopped - origin, total, charges.charged(), charges.unrecorded(), drainSeconds,
         drained, samples, producerCommits.get(), relayDb.commits(), relayDb.rollbacks(), consumerDb.commits(),
-        sampler.ownCommits(), trips), config.warmupSeconds());
+        sampler.ownCommits(), trips), config.warmupSeconds()).withWaits(RowWaits.read(servers.dataSource(),
+        spec.schema(), spec.idPrefix(), LedgerConsumer.DEFAULT_GROUP, config.warmupSeconds()));
     summarize(run);
     return run;
   }

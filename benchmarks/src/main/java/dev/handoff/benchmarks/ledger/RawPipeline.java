@@ -87,7 +87,9 @@ record RawPipeline(LedgerServers servers, Bench.Config config, TimedLog log, Str
         RedisCommandStats.read(servers.redis()).since(redisBefore));
     Bench.Run run = RunAnalysis.analyse(new RunAnalysis.Measured(name, rate, 0, timings, t0 - origin,
         stopped - origin, total, consumers.charged(), 0, drainSeconds, drained, samples, producerCommits.get(),
-        relay.commits(), 0, consumers.commits(), sampler.ownCommits(), trips), config.warmupSeconds());
+        relay.commits(), 0, consumers.commits(), sampler.ownCommits(), trips), config.warmupSeconds())
+        .withWaits(RowWaits.read(servers.dataSource(), schema, idPrefix, RawConsumerLoop.GROUP,
+            config.warmupSeconds()));
     long[] counts = charges(schema);
     Bench.RawRun raw = new Bench.RawRun(run, counts[0], counts[1]);
     log.event("  => %s: produced %,.0f/s, charged %,.0f/s, end to end %,.0f/s; commit-to-charge p50 %.1f ms"

@@ -32,6 +32,7 @@ final class RawPipelineReport {
           .append(ratio(h.p50() / w.p50())).append(" | ").append(BenchReport.fmt1(h.p99())).append(" / ")
           .append(BenchReport.fmt1(w.p99())).append(" | ").append(ratio(h.p99() / w.p99())).append(" |\n");
     }
+    md.append(waitsSection(r));
     md.append(jitSection(r));
     md.append("\n### Database commits per payment\n\n");
     md.append("| rate | run | payments | producer | relay | consumer | total counted | pg_stat_database delta |"
@@ -57,6 +58,31 @@ final class RawPipelineReport {
         + " backend's counters at most once a second it can miss about a second of commits.\n\n");
     md.append(tripsSection(r));
     return md.toString();
+  }
+
+  /** Where each run's rows waited, handoff's beside raw's, from the runs' tables. */
+  private static String waitsSection(Bench.Result r) {
+    StringBuilder md = new StringBuilder("\n### Where a row waits\n\n");
+    md.append("| rate | run | rows | to its stream ID p50 / p99 ms | then to the consumer's transaction p50 / p99 ms"
+        + " |\n|---|---|---|---|---|\n");
+    for (int i = 0; i < r.raw().size(); i++) {
+      md.append(waitsRow(rate(r.runs().get(i)), "handoff", r.runs().get(i).waits()));
+      md.append(waitsRow(rate(r.raw().get(i).run()), "raw", r.raw().get(i).run().waits()));
+    }
+    md.append("\nRead from each run's tables before they were dropped, for the rows created after the warm-up: from"
+        + " the producer's transaction (`outbox.created_at`, its start) to the row's stream ID (`stream_ms`), then to"
+        + " the consumer's transaction (`inbox.processed_at`, its start). handoff's relay assigns the ID in its"
+        + " cycle's transaction, before that commits and before the write to Redis, so its second leg holds that"
+        + " commit and the write; the raw loop takes the ID from its clock right before its XADD, after its select."
+        + " The first leg is mostly the wait for the relay's next look at the outbox. One clock only where the"
+        + " database runs on this machine.\n");
+    return md.toString();
+  }
+
+  private static String waitsRow(String rate, String pipeline, RowWaits w) {
+    return "| " + rate + " | " + pipeline + " | " + String.format("%,d", w.rows()) + " | "
+        + BenchReport.fmt1(w.toStreamP50()) + " / " + BenchReport.fmt1(w.toStreamP99()) + " | "
+        + BenchReport.fmt1(w.toConsumerP50()) + " / " + BenchReport.fmt1(w.toConsumerP99()) + " |\n";
   }
 
   /** How long the JIT compiled during each measured run: how warm the run was. */

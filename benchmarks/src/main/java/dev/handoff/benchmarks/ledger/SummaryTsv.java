@@ -18,7 +18,8 @@ final class SummaryTsv {
       "window_charged_per_s", "p50_ms", "p99_ms", "producer_commits_per_payment", "relay_commits_per_payment",
       "consumer_commits_per_payment", "counted_commits_per_payment", "database_commits_per_payment",
       "relay_counted", "relay_rollbacks", "consumer_batches", "consumer_batch_size", "xreadgroup_per_batch",
-      "xack_per_batch", "xautoclaim_per_batch", "xclaim_per_batch", "db_commits_per_batch");
+      "xack_per_batch", "xautoclaim_per_batch", "xclaim_per_batch", "db_commits_per_batch", "to_stream_p50_ms",
+      "to_stream_p99_ms", "to_consumer_p50_ms", "to_consumer_p99_ms");
 
   private SummaryTsv() {}
 
@@ -41,7 +42,8 @@ final class SummaryTsv {
         per(c.relay(), p), per(c.consumer(), p), per(c.counted(), p), per(c.database(), p),
         Boolean.toString(c.relayCounted()), Long.toString(c.relayRollbacks()), Long.toString(t.batches()),
         num(t.meanBatch()), num(t.perBatch("xreadgroup")), num(t.perBatch("xack")), num(t.perBatch("xautoclaim")),
-        num(t.perBatch("xclaim")), num(t.databaseCommitsPerBatch()));
+        num(t.perBatch("xclaim")), num(t.databaseCommitsPerBatch()), num(run.waits().toStreamP50()),
+        num(run.waits().toStreamP99()), num(run.waits().toConsumerP50()), num(run.waits().toConsumerP99()));
     return String.join("\t", v);
   }
 
