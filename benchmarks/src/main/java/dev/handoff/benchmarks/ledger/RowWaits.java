@@ -13,7 +13,7 @@ import javax.sql.DataSource;
  * ({@code stream_ms}: handoff's relay assigns it in its cycle's transaction, before that commits and before the write
  * to Redis; the raw loop takes it from its clock right before its XADD), and from the stream ID to the consumer's
  * transaction ({@code inbox.processed_at}, that transaction's start). Handoff's second leg therefore holds its relay's
- * commit and Redis write, which raw's first leg holds. Rows created in the run's first {@code warmupSeconds} are left
+ * commit and its write to Redis; raw's holds its XADD. Rows created in the run's first {@code warmupSeconds} are left
  * out, as the latency figures leave them out. One clock only where the database runs on this machine.
  */
 public record RowWaits(long rows, double toStreamP50, double toStreamP99, double toConsumerP50, double toConsumerP99) {
