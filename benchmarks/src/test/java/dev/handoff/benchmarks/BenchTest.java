@@ -142,6 +142,16 @@ class BenchTest {
           .isLessThanOrEqualTo(number.apply(line, "to_consumer_p99_ms"));
     }
     assertThat(md).contains("### Where a row waits", "| 500/s | handoff | ", "| 500/s | raw | ");
+    // The CPU each run took, per payment: the machine's holds this JVM's, which runs the producers, less what the
+    // kernel's tick accounting may round off (100 ms over the run, far below what PostgreSQL and Redis take).
+    assertThat(md).contains("### CPU per payment");
+    for (int line = 1; line <= 4; line++) {
+      double paid = number.apply(line, "paid");
+      assertThat(number.apply(line, "jvm_cpu_ms_per_payment")).as("this JVM's CPU per payment").isPositive();
+      assertThat(number.apply(line, "machine_cpu_ms_per_payment")).as("the machine's CPU per payment")
+          .isGreaterThanOrEqualTo(number.apply(line, "jvm_cpu_ms_per_payment") - 100 / paid);
+      assertThat(number.apply(line, "machine_busy_cores")).as("busy cores").isPositive();
+    }
     // The raw consumer reads new entries only, commits once per batch, and never claims.
     assertThat(number.apply(2, "db_commits_per_batch")).isEqualTo(1.0);
     assertThat(number.apply(2, "xautoclaim_per_batch")).isZero();

@@ -151,14 +151,14 @@ public final class Bench {
       double p50, double p95, double p99, double max, double drainSeconds, boolean drained, double dbTps,
       double backlogGrowth, long peakBacklog, long peakHeap, long peakHeapAfterGc, List<Sample> samples,
       double[] secT, double[] secP50, double[] secP99, double[] secMax, double[] secCharged, long[] histogram,
-      Commits commits, ConsumerTrips trips, RowWaits waits) {
+      Commits commits, ConsumerTrips trips, RowWaits waits, CpuUse cpu) {
 
-    /** This run with where its rows waited, read from its tables once it ended. */
-    Run withWaits(RowWaits rowWaits) {
+    /** This run with what was read once it ended: where its rows waited, and the CPU it took. */
+    Run with(RowWaits rowWaits, CpuUse cpuUse) {
       return new Run(name, rate, consumerLimit, seconds, paid, charged, producedRate, windowThroughput, endToEnd,
           latencySamples, unrecordedCommits, p50, p95, p99, max, drainSeconds, drained, dbTps, backlogGrowth,
           peakBacklog, peakHeap, peakHeapAfterGc, samples, secT, secP50, secP99, secMax, secCharged, histogram,
-          commits, trips, rowWaits);
+          commits, trips, rowWaits, cpuUse);
     }
 
     /** Whether a fixed rate was held: produced within 2%, no lasting backlog growth, drained within 2 s. */

@@ -55,6 +55,7 @@ record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log, String
     RunSampler sampler = new RunSampler(samplerDb, probe, spec.schema(), origin, paid::get, charges::charged, log);
     sampler.start();
 
+    CpuUse.Mark cpuFrom = CpuUse.mark();
     ProducerRun producers = ProducerRun.start(config, jdbcUrl, ProducerProcess.Mode.HANDOFF, spec.schema(),
         spec.idPrefix(), spec.rate(), service::payAll, (base, count, now) -> {
           for (int i = 0; i < count; i++) {
@@ -89,6 +90,7 @@ record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log, String
       log.event("  producers stopped after %,d payments; %s in %.2fs", total, drained ? "every one charged" :
           "NOT drained (" + charges.charged() + " charged)", drainSeconds);
     }
+    CpuUse.Mark cpuTo = CpuUse.mark();
     List<Bench.Sample> samples = sampler.finish();
     consumer.close(Duration.ofSeconds(10));
     relay.close(Duration.ofSeconds(5));
@@ -98,8 +100,9 @@ record EndToEnd(LedgerServers servers, Bench.Config config, TimedLog log, String
     Bench.Run run = RunAnalysis.analyse(new RunAnalysis.Measured(spec.name(), spec.rate(), spec.consumerLimit(),
         timings, t0 - origin, stopped - origin, total, charges.charged(), charges.unrecorded(), drainSeconds,
         drained, samples, producerCommits.get(), relayDb.commits(), relayDb.rollbacks(), consumerDb.commits(),
-        sampler.ownCommits(), trips), config.warmupSeconds()).withWaits(RowWaits.read(servers.dataSource(),
-        spec.schema(), spec.idPrefix(), LedgerConsumer.DEFAULT_GROUP, config.warmupSeconds()));
+        sampler.ownCommits(), trips), config.warmupSeconds()).with(RowWaits.read(servers.dataSource(),
+        spec.schema(), spec.idPrefix(), LedgerConsumer.DEFAULT_GROUP, config.warmupSeconds()),
+        cpuFrom.to(cpuTo, total));
     summarize(run);
     return run;
   }

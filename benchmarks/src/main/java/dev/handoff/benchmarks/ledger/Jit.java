@@ -25,9 +25,6 @@ final class Jit {
     }
   }
 
-  /** Linux's clock ticks per second for {@code /proc/.../stat} (USER_HZ, 100 on every architecture it runs on). */
-  private static final int TICKS_PER_SECOND = 100;
-
   private Jit() {}
 
   /** Runs {@code body} and adds what the compilers used meanwhile to {@code out}. */
@@ -54,7 +51,7 @@ final class Jit {
     } catch (IOException e) {
       return 0;
     }
-    return ticks * 1000 / TICKS_PER_SECOND;
+    return ticks * 1000 / CpuUse.TICKS_PER_SECOND;
   }
 
   /** utime + stime of a compiler thread's {@code stat}, 0 for any other thread or one that has ended. */
@@ -70,7 +67,6 @@ final class Jit {
     if (open < 0 || close < open || !line.substring(open + 1, close).matches("C\\d CompilerThre.*")) {
       return 0;
     }
-    String[] fields = line.substring(close + 2).split(" ");
-    return Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+    return CpuUse.ticks(line);
   }
 }

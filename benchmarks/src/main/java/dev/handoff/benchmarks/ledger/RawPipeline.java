@@ -48,6 +48,7 @@ record RawPipeline(LedgerServers servers, Bench.Config config, TimedLog log, Str
     RunSampler sampler = new RunSampler(samplerDb, probe, schema, origin, paid::get, consumers::charged, log);
     sampler.start();
 
+    CpuUse.Mark cpuFrom = CpuUse.mark();
     ProducerRun producers = ProducerRun.start(config, jdbcUrl, ProducerProcess.Mode.RAW, schema, idPrefix, rate,
         batch -> pay(inserts, batch), (base, count, now) -> {
           for (int i = 0; i < count; i++) {
@@ -71,6 +72,7 @@ record RawPipeline(LedgerServers servers, Bench.Config config, TimedLog log, Str
       BenchThreads.pause(5);
     }
     double drainSeconds = (System.nanoTime() - stopped) / 1e9;
+    CpuUse.Mark cpuTo = CpuUse.mark();
     List<Bench.Sample> samples = sampler.finish();
     consumers.stop();
     relay.stop();
@@ -88,8 +90,8 @@ record RawPipeline(LedgerServers servers, Bench.Config config, TimedLog log, Str
     Bench.Run run = RunAnalysis.analyse(new RunAnalysis.Measured(name, rate, 0, timings, t0 - origin,
         stopped - origin, total, consumers.charged(), 0, drainSeconds, drained, samples, producerCommits.get(),
         relay.commits(), 0, consumers.commits(), sampler.ownCommits(), trips), config.warmupSeconds())
-        .withWaits(RowWaits.read(servers.dataSource(), schema, idPrefix, RawConsumerLoop.GROUP,
-            config.warmupSeconds()));
+        .with(RowWaits.read(servers.dataSource(), schema, idPrefix, RawConsumerLoop.GROUP,
+            config.warmupSeconds()), cpuFrom.to(cpuTo, total));
     long[] counts = charges(schema);
     Bench.RawRun raw = new Bench.RawRun(run, counts[0], counts[1]);
     log.event("  => %s: produced %,.0f/s, charged %,.0f/s, end to end %,.0f/s; commit-to-charge p50 %.1f ms"

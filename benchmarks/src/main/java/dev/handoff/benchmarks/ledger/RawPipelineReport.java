@@ -32,6 +32,7 @@ final class RawPipelineReport {
           .append(ratio(h.p50() / w.p50())).append(" | ").append(BenchReport.fmt1(h.p99())).append(" / ")
           .append(BenchReport.fmt1(w.p99())).append(" | ").append(ratio(h.p99() / w.p99())).append(" |\n");
     }
+    md.append(cpuSection(r));
     md.append(waitsSection(r));
     md.append(jitSection(r));
     md.append("\n### Database commits per payment\n\n");
@@ -58,6 +59,33 @@ final class RawPipelineReport {
         + " backend's counters at most once a second it can miss about a second of commits.\n\n");
     md.append(tripsSection(r));
     return md.toString();
+  }
+
+  /** The CPU each run took per payment, handoff's beside raw's. */
+  private static String cpuSection(Bench.Result r) {
+    StringBuilder md = new StringBuilder("\n### CPU per payment\n\n");
+    md.append("| rate | machine CPU ms per payment, handoff / raw | ratio | this JVM's, handoff / raw | busy cores,"
+        + " handoff / raw |\n|---|---|---|---|---|\n");
+    for (int i = 0; i < r.raw().size(); i++) {
+      CpuUse h = r.runs().get(i).cpu();
+      CpuUse w = r.raw().get(i).run().cpu();
+      md.append("| ").append(rate(r.runs().get(i))).append(" | ").append(fmt3(h.machineMsPerPayment()))
+          .append(" / ").append(fmt3(w.machineMsPerPayment())).append(" | ")
+          .append(ratio(h.machineMsPerPayment() / w.machineMsPerPayment())).append(" | ")
+          .append(fmt3(h.jvmMsPerPayment())).append(" / ").append(fmt3(w.jvmMsPerPayment())).append(" | ")
+          .append(fmt3(h.machineCores())).append(" / ").append(fmt3(w.machineCores())).append(" |\n");
+    }
+    md.append("\nFrom the producers' start to the last charge (the end of the drain), from `/proc/stat` (every"
+        + " process on the machine: this JVM with its producers, relay and consumers, producer processes of their"
+        + " own, and PostgreSQL and Redis where they run here) and `/proc/self/stat` (this JVM): user, nice, system,"
+        + " irq and softirq time, divided by the run's payments; busy cores is the machine's CPU over that span. On a"
+        + " machine whose cores are all taken, a pipeline's latency grows with the share of them it takes. Anything"
+        + " else running on the machine is counted too.\n");
+    return md.toString();
+  }
+
+  private static String fmt3(double v) {
+    return Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%.3f", v);
   }
 
   /** Where each run's rows waited, handoff's beside raw's, from the runs' tables. */

@@ -48,7 +48,7 @@ final class RunAnalysis {
         c.inWindow() / window, endToEnd, n, m.unrecorded(), pct(sorted, 0.50), pct(sorted, 0.95), pct(sorted, 0.99),
         n == 0 ? Double.NaN : sorted[n - 1] / 1e6, m.drainSeconds(), m.drained(), tl.dbTps(), tl.backlogGrowth(),
         tl.peakBacklog(), tl.peakHeap(), tl.peakAfterGc(), List.copyOf(m.samples()), s.t(), s.p50(), s.p99(),
-        s.max(), s.count(), c.histogram(), commits(m), m.trips(), RowWaits.NONE);
+        s.max(), s.count(), c.histogram(), commits(m), m.trips(), RowWaits.NONE, CpuUse.NONE);
   }
 
   /**

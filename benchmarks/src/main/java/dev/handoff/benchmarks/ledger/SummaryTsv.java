@@ -19,7 +19,8 @@ final class SummaryTsv {
       "consumer_commits_per_payment", "counted_commits_per_payment", "database_commits_per_payment",
       "relay_counted", "relay_rollbacks", "consumer_batches", "consumer_batch_size", "xreadgroup_per_batch",
       "xack_per_batch", "xautoclaim_per_batch", "xclaim_per_batch", "db_commits_per_batch", "to_stream_p50_ms",
-      "to_stream_p99_ms", "to_consumer_p50_ms", "to_consumer_p99_ms");
+      "to_stream_p99_ms", "to_consumer_p50_ms", "to_consumer_p99_ms", "machine_cpu_ms_per_payment",
+      "jvm_cpu_ms_per_payment", "machine_busy_cores");
 
   private SummaryTsv() {}
 
@@ -43,7 +44,8 @@ final class SummaryTsv {
         Boolean.toString(c.relayCounted()), Long.toString(c.relayRollbacks()), Long.toString(t.batches()),
         num(t.meanBatch()), num(t.perBatch("xreadgroup")), num(t.perBatch("xack")), num(t.perBatch("xautoclaim")),
         num(t.perBatch("xclaim")), num(t.databaseCommitsPerBatch()), num(run.waits().toStreamP50()),
-        num(run.waits().toStreamP99()), num(run.waits().toConsumerP50()), num(run.waits().toConsumerP99()));
+        num(run.waits().toStreamP99()), num(run.waits().toConsumerP50()), num(run.waits().toConsumerP99()),
+        num(run.cpu().machineMsPerPayment()), num(run.cpu().jvmMsPerPayment()), num(run.cpu().machineCores()));
     return String.join("\t", v);
   }
 
