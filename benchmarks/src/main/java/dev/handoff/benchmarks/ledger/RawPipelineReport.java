@@ -69,11 +69,11 @@ final class RawPipelineReport {
     for (int i = 0; i < r.raw().size(); i++) {
       CpuUse h = r.runs().get(i).cpu();
       CpuUse w = r.raw().get(i).run().cpu();
-      md.append("| ").append(rate(r.runs().get(i))).append(" | ").append(fmt3(h.machineMsPerPayment()))
-          .append(" / ").append(fmt3(w.machineMsPerPayment())).append(" | ")
+      md.append("| ").append(rate(r.runs().get(i))).append(" | ").append(f3(h.machineMsPerPayment()))
+          .append(" / ").append(f3(w.machineMsPerPayment())).append(" | ")
           .append(ratio(h.machineMsPerPayment() / w.machineMsPerPayment())).append(" | ")
-          .append(fmt3(h.jvmMsPerPayment())).append(" / ").append(fmt3(w.jvmMsPerPayment())).append(" | ")
-          .append(fmt3(h.machineCores())).append(" / ").append(fmt3(w.machineCores())).append(" |\n");
+          .append(f3(h.jvmMsPerPayment())).append(" / ").append(f3(w.jvmMsPerPayment())).append(" | ")
+          .append(f3(h.machineCores())).append(" / ").append(f3(w.machineCores())).append(" |\n");
     }
     md.append("\nFrom the producers' start to the last charge (the end of the drain), from `/proc/stat` (every"
         + " process on the machine: this JVM with its producers, relay and consumers, producer processes of their"
@@ -82,10 +82,6 @@ final class RawPipelineReport {
         + " machine whose cores are all taken, a pipeline's latency grows with the share of them it takes. Anything"
         + " else running on the machine is counted too.\n");
     return md.toString();
-  }
-
-  private static String fmt3(double v) {
-    return Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%.3f", v);
   }
 
   /** Where each run's rows waited, handoff's beside raw's, from the runs' tables. */
@@ -197,9 +193,12 @@ final class RawPipelineReport {
     return Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%.2f", v);
   }
 
-  private static String per(long commits, long payments) {
-    double v = RawPipeline.perPayment(commits, payments);
+  private static String f3(double v) {
     return Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%.3f", v);
+  }
+
+  private static String per(long commits, long payments) {
+    return f3(RawPipeline.perPayment(commits, payments));
   }
 
   private static String ratio(double v) {
