@@ -3,19 +3,20 @@ package dev.handoff.relay.internal;
 import java.time.Duration;
 
 /**
- * How long the relay's loop waits between cycles when the last one left nothing it knows of: 5 ms after a busy
- * cycle, doubling up to the idle poll interval while quiet, or up to {@value #HEARING_POLL_FACTOR} times that while
- * the relay sleeps (every append to its shards notifies it, and no owned shard has rows waiting for room). A
- * notification cuts any wait short.
+ * How long the relay's loop waits between cycles when the last one found no rows: 5 ms at first, doubling up to the
+ * idle poll interval while quiet, or up to {@value #HEARING_POLL_FACTOR} times that while the relay sleeps (every
+ * append to its shards notifies it, and no owned shard has rows waiting for room). After a cycle that found rows the
+ * loop does not ask: it starts the next cycle at once. A notification cuts any wait short.
  * Confined to the relay's thread.
  */
 final class CyclePacing {
 
   /**
-   * The wait after a cycle that found rows: nothing announces new ones while the relay is awake, so it looks again
-   * this soon, and the batches it wrote are marked by that next cycle's transaction, with its assignment.
+   * The first wait after the relay's last busy cycle, and the wait while it holds batches to mark: nothing announces
+   * new rows while the relay is awake, so it looks again this soon. A busy cycle itself is followed by the next one
+   * at once: a pause there made every row wait for it (docs/performance.md, "No pause after a busy cycle").
    */
-  static final long BUSY_MILLIS = 5;
+  static final long FIRST_WAIT_MILLIS = 5;
 
   /**
    * While the relay sleeps, every append wakes it, and the idle poll is a safety net (rows written by something
@@ -53,9 +54,9 @@ final class CyclePacing {
     long cap = notified ? idlePollMillis * HEARING_POLL_FACTOR : idlePollMillis;
     if (holdsMarks) {
       idleMillis = 0;
-      return Math.min(BUSY_MILLIS, idlePollMillis);
+      return Math.min(FIRST_WAIT_MILLIS, idlePollMillis);
     }
-    idleMillis = idleMillis == 0 ? BUSY_MILLIS : Math.min(cap, idleMillis * 2);
+    idleMillis = idleMillis == 0 ? FIRST_WAIT_MILLIS : Math.min(cap, idleMillis * 2);
     return idleMillis;
   }
 }

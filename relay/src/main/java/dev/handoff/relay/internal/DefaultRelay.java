@@ -294,13 +294,11 @@ public final class DefaultRelay implements Relay {
           notifications.requestWake(); // awake and busy: appends need not notify
         }
         failures.cycleSucceeded();
-        if (publisher.mayHaveMore()) {
+        if (found || publisher.mayHaveMore()) {
+          // Rows keep coming: look again at once, as nothing announces them while the relay is awake. A pause here
+          // would be a wait for every row, and the next cycle's transaction marks the batches this one wrote.
           pacing.busy();
           continue;
-        }
-        if (found) {
-          // Rows keep coming: look again after the shortest wait. Nothing announces them while the relay is awake.
-          pacing.busy();
         }
         long waitMillis = nextWait(pacing);
         long untilLeases = Math.max(1, (leaseKeeper.nextCheckNanos() - System.nanoTime()) / 1_000_000);

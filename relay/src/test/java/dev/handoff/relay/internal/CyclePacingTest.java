@@ -30,7 +30,7 @@ class CyclePacingTest {
   void heldMarksBringTheNextCycleOnAfterFiveMillisecondsAndThenTheDoublingStartsOver() {
     CyclePacing pacing = new CyclePacing(Duration.ofSeconds(1));
     waits(pacing, 10, true);
-    assertThat(pacing.nextWaitMillis(true, true)).isEqualTo(CyclePacing.BUSY_MILLIS);
+    assertThat(pacing.nextWaitMillis(true, true)).isEqualTo(CyclePacing.FIRST_WAIT_MILLIS);
     assertThat(pacing.nextWaitMillis(false, true)).isEqualTo(5L);
     assertThat(pacing.nextWaitMillis(false, true)).isEqualTo(10L);
     assertThat(new CyclePacing(Duration.ofMillis(2)).nextWaitMillis(true, false))
