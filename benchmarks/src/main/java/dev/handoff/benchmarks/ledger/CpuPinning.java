@@ -132,9 +132,7 @@ public final class CpuPinning implements AutoCloseable {
 
   private static long parentOf(long pid) {
     try {
-      String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-      // pid (comm) state ppid ...: the command may hold spaces and parentheses, so read after the last ')'.
-      return Long.parseLong(stat.substring(stat.lastIndexOf(')') + 2).split(" ")[1]);
+      return ProcStat.parent(Files.readString(Path.of("/proc", Long.toString(pid), "stat")));
     } catch (IOException e) {
       throw new LedgerException("--pin-producers: could not read the parent of process " + pid, e);
     }

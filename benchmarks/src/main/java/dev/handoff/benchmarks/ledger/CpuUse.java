@@ -19,9 +19,6 @@ public record CpuUse(double machineMsPerPayment, double jvmMsPerPayment, double 
 
   static final CpuUse NONE = new CpuUse(Double.NaN, Double.NaN, Double.NaN);
 
-  /** Linux's clock ticks per second in {@code /proc} (USER_HZ, 100 on every architecture it runs on). */
-  static final int TICKS_PER_SECOND = 100;
-
   /** Where the counters stood at one moment. */
   record Mark(long machineTicks, long jvmTicks, long nanos) {
 
@@ -30,8 +27,8 @@ public record CpuUse(double machineMsPerPayment, double jvmMsPerPayment, double 
       if (machineTicks < 0 || end.machineTicks < 0 || payments <= 0) {
         return NONE;
       }
-      double machineMs = (end.machineTicks - machineTicks) * 1000.0 / TICKS_PER_SECOND;
-      double jvmMs = (end.jvmTicks - jvmTicks) * 1000.0 / TICKS_PER_SECOND;
+      double machineMs = (end.machineTicks - machineTicks) * 1000.0 / ProcStat.TICKS_PER_SECOND;
+      double jvmMs = (end.jvmTicks - jvmTicks) * 1000.0 / ProcStat.TICKS_PER_SECOND;
       double seconds = (end.nanos - nanos) / 1e9;
       return new CpuUse(machineMs / payments, jvmMs / payments, seconds > 0 ? machineMs / 1000 / seconds : Double.NaN);
     }
@@ -55,16 +52,9 @@ public record CpuUse(double machineMsPerPayment, double jvmMsPerPayment, double 
 
   private static long jvmTicks() {
     try {
-      return ticks(Files.readString(Path.of("/proc/self/stat")));
+      return ProcStat.cpuTicks(Files.readString(Path.of("/proc/self/stat")));
     } catch (IOException | RuntimeException e) {
       return -1;
     }
-  }
-
-  /** utime + stime of a process's or thread's {@code stat} line, in ticks. */
-  static long ticks(String stat) {
-    // After the command name in parentheses, which may hold spaces: field 14 utime and 15 stime, from 1.
-    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-    return Long.parseLong(f[11]) + Long.parseLong(f[12]);
   }
 }

@@ -51,7 +51,7 @@ final class Jit {
     } catch (IOException e) {
       return 0;
     }
-    return ticks * 1000 / CpuUse.TICKS_PER_SECOND;
+    return ticks * 1000 / ProcStat.TICKS_PER_SECOND;
   }
 
   /** utime + stime of a compiler thread's {@code stat}, 0 for any other thread or one that has ended. */
@@ -67,6 +67,6 @@ final class Jit {
     if (open < 0 || close < open || !line.substring(open + 1, close).matches("C\\d CompilerThre.*")) {
       return 0;
     }
-    return CpuUse.ticks(line);
+    return ProcStat.cpuTicks(line);
   }
 }
