@@ -137,7 +137,7 @@ public final class RelayBuilder {
   /**
    * The longest wait between looks at the outbox without a notification. Defaults to 1 s. It is also how long a new
    * row may wait when notifications cannot arrive (see {@link #notificationDataSource}). While they do arrive (the
-   * LISTEN connection is up and its probe NOTIFY came back), the relay falls asleep after about 35 ms without rows:
+   * LISTEN connection is up and its probe NOTIFY came back), the relay falls asleep after about 30 ms without rows:
    * from then on every append to its shards wakes it at once, and, while no owned shard has rows waiting for room in
    * a list, it looks 10 times less often. An idle relay then costs under 2 transactions a second whatever it owns,
    * and a row written by something other than handoff (no notification) waits at most 10 intervals.

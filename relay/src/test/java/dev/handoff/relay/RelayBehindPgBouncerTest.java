@@ -41,8 +41,8 @@ class RelayBehindPgBouncerTest {
   private static final int PER_TRANSACTION = 10;
   /**
    * Messages appended one by one, each after the previous one reached the stream, with an idle poll of 10 minutes
-   * and a lease check every 200 s: polling alone waits 5 ms, 10 ms, 20 ms... between looks, so its 15th look comes
-   * after more than 160 s. All of them within {@link #WAKE_DEADLINE} means notifications woke the relay.
+   * and a lease check every 200 s: polling alone waits 2 ms, 4 ms, 8 ms... between looks, so its 15th look comes
+   * after more than 65 s. All of them within {@link #WAKE_DEADLINE} means notifications woke the relay.
    */
   private static final int WOKEN = 20;
   private static final Duration WAKE_DEADLINE = Duration.ofSeconds(60);

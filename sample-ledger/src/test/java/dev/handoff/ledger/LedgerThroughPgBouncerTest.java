@@ -40,8 +40,8 @@ abstract class LedgerThroughPgBouncerTest {
   private static final int BATCHES = 20;
   private static final int BATCH = 100;
   /**
-   * With an idle poll of 10 minutes and a lease check every 200 s, polling alone looks after 5 ms, 10 ms, 20 ms...:
-   * its 15th look comes after more than 160 s. {@value #BATCHES} transactions published one after another within
+   * With an idle poll of 10 minutes and a lease check every 200 s, polling alone looks after 2 ms, 4 ms, 8 ms...:
+   * its 15th look comes after more than 65 s. {@value #BATCHES} transactions published one after another within
    * this deadline were published because notifications woke the relay.
    */
   private static final Duration WAKE_DEADLINE = Duration.ofSeconds(60);

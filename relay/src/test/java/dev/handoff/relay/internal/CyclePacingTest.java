@@ -11,30 +11,30 @@ import org.junit.jupiter.api.Test;
 class CyclePacingTest {
 
   @Test
-  void quietWaitsDoubleFromFiveMillisecondsUpToTheIdlePollInterval() {
+  void quietWaitsDoubleFromTwoMillisecondsUpToTheIdlePollInterval() {
     CyclePacing pacing = new CyclePacing(Duration.ofMillis(100));
-    assertThat(waits(pacing, 7, false)).containsExactly(5L, 10L, 20L, 40L, 80L, 100L, 100L);
+    assertThat(waits(pacing, 7, false)).containsExactly(2L, 4L, 8L, 16L, 32L, 64L, 100L);
     pacing.busy();
-    assertThat(waits(pacing, 2, false)).as("a busy cycle starts the doubling over").containsExactly(5L, 10L);
+    assertThat(waits(pacing, 2, false)).as("a busy cycle starts the doubling over").containsExactly(2L, 4L);
   }
 
   @Test
   void whileNotificationsArriveTheIdleWaitStretchesToTenIntervalsAndShrinksBackWhenTheyStop() {
     CyclePacing pacing = new CyclePacing(Duration.ofMillis(100));
-    assertThat(waits(pacing, 10, true)).containsExactly(5L, 10L, 20L, 40L, 80L, 160L, 320L, 640L, 1000L, 1000L);
+    assertThat(waits(pacing, 10, true)).containsExactly(2L, 4L, 8L, 16L, 32L, 64L, 128L, 256L, 512L, 1000L);
     assertThat(waits(pacing, 1, false)).as("LISTEN lost, or a full list holds rows back: the plain interval")
         .containsExactly(100L);
   }
 
   @Test
-  void heldMarksBringTheNextCycleOnAfterFiveMillisecondsAndThenTheDoublingStartsOver() {
+  void heldMarksBringTheNextCycleOnAfterTheFirstWaitAndThenTheDoublingStartsOver() {
     CyclePacing pacing = new CyclePacing(Duration.ofSeconds(1));
     waits(pacing, 10, true);
     assertThat(pacing.nextWaitMillis(true, true)).isEqualTo(CyclePacing.FIRST_WAIT_MILLIS);
-    assertThat(pacing.nextWaitMillis(false, true)).isEqualTo(5L);
-    assertThat(pacing.nextWaitMillis(false, true)).isEqualTo(10L);
-    assertThat(new CyclePacing(Duration.ofMillis(2)).nextWaitMillis(true, false))
-        .as("never longer than the idle poll interval").isEqualTo(2L);
+    assertThat(pacing.nextWaitMillis(false, true)).isEqualTo(2L);
+    assertThat(pacing.nextWaitMillis(false, true)).isEqualTo(4L);
+    assertThat(new CyclePacing(Duration.ofMillis(1)).nextWaitMillis(true, false))
+        .as("never longer than the idle poll interval").isEqualTo(1L);
   }
 
   private static List<Long> waits(CyclePacing pacing, int n, boolean notified) {
