@@ -41,8 +41,10 @@ class RelayBehindPgBouncerTest {
   private static final int PER_TRANSACTION = 10;
   /**
    * Messages appended one by one, each after the previous one reached the stream, with an idle poll of 10 minutes
-   * and a lease check every 200 s: polling alone waits 2 ms, 4 ms, 8 ms... between looks, so its 15th look comes
-   * after more than 65 s. All of them within {@link #WAKE_DEADLINE} means notifications woke the relay.
+   * and a lease check every 200 s, all within {@link #WAKE_DEADLINE}: the relay keeps publishing through the pooler
+   * with notifications set up, and logs nothing. That alone does not prove a notification woke it: each row the
+   * relay finds starts its polling's doubling over, so polling would meet this deadline too. {@code AppendWakeUpTest}
+   * counts the notifications themselves.
    */
   private static final int WOKEN = 20;
   private static final Duration WAKE_DEADLINE = Duration.ofSeconds(60);
