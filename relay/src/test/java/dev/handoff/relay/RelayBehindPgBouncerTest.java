@@ -7,10 +7,12 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.handoff.core.RedisConnectionSpec;
 import dev.handoff.core.StreamFormat;
 import dev.handoff.core.TopicConfig;
+import dev.handoff.core.internal.Notifications;
 import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.testing.HandoffTest;
 import dev.handoff.testing.LogCapture;
+import dev.handoff.testing.NotificationCounter;
 import dev.handoff.testing.PgBouncerServer;
 import dev.handoff.testing.PgBouncerServer.PoolMode;
 import dev.handoff.testing.TestEnvironment;
@@ -40,11 +42,12 @@ class RelayBehindPgBouncerTest {
   private static final int TRANSACTIONS = 60;
   private static final int PER_TRANSACTION = 10;
   /**
-   * Messages appended one by one, each after the previous one reached the stream, with an idle poll of 10 minutes
-   * and a lease check every 200 s, all within {@link #WAKE_DEADLINE}: the relay keeps publishing through the pooler
-   * with notifications set up, and logs nothing. That alone does not prove a notification woke it: each row the
-   * relay finds starts its polling's doubling over, so polling would meet this deadline too. {@code AppendWakeUpTest}
-   * counts the notifications themselves.
+   * Messages appended one by one through the pooler, each once the relay sleeps on every shard of the topic (its
+   * LISTEN session holds their wake locks, read from {@code pg_locks}), within {@link #WAKE_DEADLINE}. The relay
+   * sleeps only while its LISTEN session hears: its own probe NOTIFY, sent through the same pool as the appends,
+   * arrived there. A LISTEN session of the test's own then counts exactly one notification per message. This does
+   * not show which woke the relay, the notification or its next poll (its waits double from 32 ms after it falls
+   * asleep); {@code AppendWakeUpTest} shows that a notification wakes it.
    */
   private static final int WOKEN = 20;
   private static final Duration WAKE_DEADLINE = Duration.ofSeconds(60);
@@ -102,14 +105,14 @@ class RelayBehindPgBouncerTest {
   }
 
   @Test
-  void transactionPoolingWithADirectNotificationConnectionIsWokenByNotifications() throws Exception {
+  void transactionPoolingWithADirectNotificationConnectionHearsEveryAppendWhileAsleep() throws Exception {
     try (PgBouncerServer pgbouncer = PgBouncerServer.start(PoolMode.TRANSACTION);
         HikariDataSource pool = pgbouncer.newDataSource(6);
         HikariDataSource app = pgbouncer.newDataSource(2, "prepareThreshold", "0");
         LogCapture logs = LogCapture.start()) {
       topic = "direct";
       appended = 0;
-      assertWokenByNotifications(pool, app, env.dataSource(), logs);
+      assertEveryAppendWhileAsleepNotifies(pool, app, env.dataSource(), logs);
     }
   }
 
@@ -120,13 +123,13 @@ class RelayBehindPgBouncerTest {
         LogCapture logs = LogCapture.start()) {
       topic = "session";
       appended = 0;
-      assertWokenByNotifications(pool, pool, null, logs);
+      assertEveryAppendWhileAsleepNotifies(pool, pool, null, logs);
     }
   }
 
   /** docs/operations.md's example, line for line (DocExamplesTest checks it), through PgBouncer. */
   @Test
-  void theOperationsPageExampleThroughTransactionPoolingIsWokenByNotifications() throws Exception {
+  void theOperationsPageExampleThroughTransactionPoolingHearsEveryAppendWhileAsleep() throws Exception {
     try (PgBouncerServer pgbouncer = PgBouncerServer.start(PoolMode.TRANSACTION);
         HikariDataSource pooledDataSource = pgbouncer.newDataSource(6);
         HikariDataSource app = pgbouncer.newDataSource(2, "prepareThreshold", "0");
@@ -142,40 +145,64 @@ class RelayBehindPgBouncerTest {
           .topic(TopicConfig.of("payments").withShards(4))
           .schema(env.schema()).keyPrefix(env.keyPrefix())          // the test's own
           .idlePollInterval(Duration.ofMinutes(10)).leaseTtl(Duration.ofMinutes(10))
-          .maintenanceInterval(Duration.ofHours(1))                 // so that only a notification wakes it in time
+          .maintenanceInterval(Duration.ofHours(1))                 // so that it sleeps
           .build();
 
-      assertWokenByNotifications(relay, app, logs);
+      assertEveryAppendWhileAsleepNotifies(relay, app, logs);
       assertThat(env.queryLong("SELECT count(DISTINCT shard) FROM outbox WHERE topic = 'payments'")).isEqualTo(4);
     }
   }
 
-  private void assertWokenByNotifications(DataSource pool, DataSource app, DataSource notifications,
+  private void assertEveryAppendWhileAsleepNotifies(DataSource pool, DataSource app, DataSource notifications,
       LogCapture logs) throws Exception {
     RelayBuilder builder = relay(pool).idlePollInterval(Duration.ofMinutes(10)).leaseTtl(Duration.ofMinutes(10))
         .maintenanceInterval(Duration.ofHours(1));
     if (notifications != null) {
       builder.notificationDataSource(notifications);
     }
-    assertWokenByNotifications(builder.build(), app, logs);
+    assertEveryAppendWhileAsleepNotifies(builder.build(), app, logs);
   }
 
-  private void assertWokenByNotifications(Relay relay, DataSource app, LogCapture logs) throws Exception {
-    try {
-      relay.start();
-      appendBatches(app); // the first cycles and the first maintenance run (which hurries the loop) are behind us
-      awaitStreamLength(appended, Duration.ofSeconds(60));
-      await("the first maintenance run").atMost(Duration.ofSeconds(30)).until(() -> relay.lastRetention().isPresent());
-      long start = System.nanoTime();
-      for (int i = 0; i < WOKEN; i++) {
-        append(app, 1);
-        awaitStreamLength(appended, WAKE_DEADLINE.minusNanos(System.nanoTime() - start));
+  private void assertEveryAppendWhileAsleepNotifies(Relay relay, DataSource app, LogCapture logs) throws Exception {
+    List<String> heard;
+    try (NotificationCounter counter = NotificationCounter.listen(env, Notifications.channel(env.schema()),
+        WAKE_DEADLINE)) {
+      try {
+        relay.start();
+        appendBatches(app); // the first cycles and the first maintenance run (which hurries the loop) are behind us
+        awaitStreamLength(appended, Duration.ofSeconds(60));
+        await("the first maintenance run").atMost(Duration.ofSeconds(30))
+            .until(() -> relay.lastRetention().isPresent());
+        counter.drain(); // what the start announced
+        long start = System.nanoTime();
+        for (int i = 0; i < WOKEN; i++) {
+          Duration left = WAKE_DEADLINE.minusNanos(System.nanoTime() - start);
+          await("the relay asleep on every shard of " + topic).atMost(left).pollInterval(Duration.ofMillis(5))
+              .until(this::relaySleepsOnEveryShard);
+          append(app, 1);
+          awaitStreamLength(appended, WAKE_DEADLINE.minusNanos(System.nanoTime() - start));
+        }
+      } finally {
+        assertThat(relay.close(Duration.ofSeconds(10))).isTrue();
       }
-    } finally {
-      assertThat(relay.close(Duration.ofSeconds(10))).isTrue();
+      heard = counter.drain();
     }
+    assertThat(heard).as("notifications, one per message appended while the relay slept").hasSize(WOKEN)
+        .containsOnly(topic);
     assertPublishedOnce(appended);
     assertThat(logs.warnings()).as("WARN and ERROR lines").isEmpty();
+  }
+
+  /**
+   * Whether the relay's LISTEN session holds the wake lock of every shard of the topic: what an append tries before
+   * it decides to notify (see {@code Notifications}). Two-key advisory locks show their first key as
+   * {@code classid}, an unsigned oid.
+   */
+  private boolean relaySleepsOnEveryShard() {
+    return env.queryLong("SELECT count(DISTINCT objid) FROM pg_locks WHERE locktype = 'advisory'"
+        + " AND mode = 'ExclusiveLock' AND granted AND objsubid = 2 AND classid::bigint = ? AND objid::bigint < ?"
+        + " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        Integer.toUnsignedLong(Notifications.lockKey(env.schema(), topic)), (long) shards) == shards;
   }
 
   private RelayBuilder relay(DataSource pool) {

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.Test;
  *       get a pool with pgjdbc's defaults; the relay finds that notifications cannot reach it, says so once, and
  *       polls every second (the default idle poll).
  *   <li>{@link LedgerThroughTransactionPoolingWithDirectNotificationsTest}: the same with a direct connection for
- *       the relay's LISTEN: notifications wake the relay, which otherwise would look only every 10 minutes.
+ *       the relay's LISTEN, and an idle poll of 10 minutes.
  *   <li>{@link LedgerThroughSessionPoolingTest}: session pooling, where LISTEN works through the pool.
  * </ul>
  *
@@ -43,7 +43,8 @@ abstract class LedgerThroughPgBouncerTest {
    * With an idle poll of 10 minutes and a lease check every 200 s, {@value #BATCHES} transactions published one
    * after another within this deadline. Polling alone would meet it too (each row found starts the relay's doubling
    * over, and the next batch follows within milliseconds), so what this shows is that the path with notifications
-   * publishes every payment once; {@code AppendWakeUpTest} counts the notifications themselves.
+   * publishes every payment once. {@code RelayBehindPgBouncerTest} counts one notification per append made through
+   * the pooler while the relay sleeps, and {@code AppendWakeUpTest} shows that a notification wakes it.
    */
   private static final Duration WAKE_DEADLINE = Duration.ofSeconds(60);
 

@@ -12,23 +12,19 @@ import dev.handoff.outbox.Message;
 import dev.handoff.outbox.Outbox;
 import dev.handoff.relay.Relay;
 import dev.handoff.testing.HandoffTest;
+import dev.handoff.testing.NotificationCounter;
 import dev.handoff.testing.TestEnvironment;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Properties;
 import java.util.Set;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.postgresql.PGConnection;
-import org.postgresql.PGNotification;
 
 /**
  * Appends wake a relay without making every appending transaction notify (a NOTIFY serializes the commits that
@@ -77,7 +73,7 @@ class AppendWakeUpTest {
 
   @Test
   void anAppendNotifiesOnlyWhileItsShardsRelaySleepsAndTheFirstOneWakesIt() throws Exception {
-    try (ListenCounter counter = new ListenCounter()) {
+    try (NotificationCounter counter = listen()) {
 
       appendEach(100, "payments");
       appendBatch(20, "payments", "refunds");
@@ -100,7 +96,7 @@ class AppendWakeUpTest {
 
   @Test
   void aBatchToASleepingShardNotifiesOnceAndARolledBackOneNotAtAll() throws Exception {
-    try (ListenCounter counter = new ListenCounter()) {
+    try (NotificationCounter counter = listen()) {
       fallAsleepOn(Set.of(PAYMENTS, new ShardId("refunds", 0)));
 
       try (Connection tx = transaction()) {
@@ -219,66 +215,7 @@ class AppendWakeUpTest {
     return c;
   }
 
-  /**
-   * A LISTEN session of the test's own on the schema's channel. {@link #drain()} returns every notification
-   * delivered before a marker notification it sends from another connection, as payloads. PostgreSQL delivers the
-   * notifications of committed transactions in commit order, so whatever committed before the marker has arrived
-   * once the marker has. It starts by draining what came before it.
-   */
-  private final class ListenCounter implements AutoCloseable {
-
-    private final String channel = Notifications.channel(env.schema());
-    private final Connection connection;
-
-    ListenCounter() throws SQLException {
-      Properties props = new Properties();
-      if (env.postgres().user() != null) {
-        props.setProperty("user", env.postgres().user());
-      }
-      if (env.postgres().password() != null) {
-        props.setProperty("password", env.postgres().password());
-      }
-      connection = DriverManager.getConnection(env.postgres().jdbcUrl(), props);
-      try (Statement s = connection.createStatement()) {
-        s.execute("LISTEN \"" + channel + "\"");
-      }
-      drain();
-    }
-
-    List<String> drain() throws SQLException {
-      String marker = "marker-" + UUID.randomUUID();
-      try (Connection c = env.dataSource().getConnection();
-          PreparedStatement ps = c.prepareStatement("SELECT pg_notify(?, ?)")) {
-        if (!c.getAutoCommit()) {
-          c.setAutoCommit(true);
-        }
-        ps.setString(1, channel);
-        ps.setString(2, marker);
-        ps.execute();
-      }
-      PGConnection pg = connection.unwrap(PGConnection.class);
-      List<String> payloads = new ArrayList<>();
-      long deadline = System.nanoTime() + DEADLINE.toNanos();
-      while (true) {
-        long left = (deadline - System.nanoTime()) / 1_000_000L;
-        assertThat(left).as("marker %s not received; before it: %s", marker, payloads).isPositive();
-        PGNotification[] batch = pg.getNotifications((int) Math.min(left, 1_000));
-        if (batch != null) {
-          for (PGNotification n : batch) {
-            if (n.getParameter().equals(marker)) {
-              return payloads;
-            }
-            if (!n.getParameter().startsWith("probe:")) {
-              payloads.add(n.getParameter());
-            }
-          }
-        }
-      }
-    }
-
-    @Override
-    public void close() throws SQLException {
-      connection.close();
-    }
+  private NotificationCounter listen() throws SQLException {
+    return NotificationCounter.listen(env, Notifications.channel(env.schema()), DEADLINE);
   }
 }
