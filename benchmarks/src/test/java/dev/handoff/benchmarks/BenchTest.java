@@ -119,6 +119,8 @@ class BenchTest {
         tsv.get(line).split("\t")[columns.indexOf(column)];
     BiFunction<Integer, String, Double> number = (line, column) ->
         Double.parseDouble(cell.apply(line, column));
+    boolean commitTimestamps = env.queryLong("SELECT count(*) FROM pg_settings WHERE name = 'track_commit_timestamp'"
+        + " AND setting = 'on'") == 1;
     assertThat(cell.apply(1, "pipeline")).isEqualTo("handoff");
     assertThat(cell.apply(2, "pipeline")).isEqualTo("raw");
     for (int line = 1; line <= 2; line++) {
@@ -134,12 +136,22 @@ class BenchTest {
           .isGreaterThanOrEqualTo(1);
       assertThat(number.apply(line, "p99_ms")).isPositive();
       assertThat(number.apply(line, "window_charged_per_s")).isPositive();
-      // Where the rows waited, from the run's tables. A stream ID is taken after the producer's transaction began
-      // and before the consumer's: each leg is at least 0, less the millisecond the ID's time is truncated to.
+      // Where the rows waited, from the run's tables. A stream ID is taken after the producer's transaction
+      // committed and before the consumer's began: each leg is at least 0, less the millisecond the ID's time is
+      // truncated to. The server's own commit timestamps, where it records them, give the two transactions.
+      assertThat(cell.apply(line, "waits_from_commit")).isEqualTo(Boolean.toString(commitTimestamps));
       assertThat(number.apply(line, "to_stream_p50_ms")).isGreaterThan(-1.0)
           .isLessThanOrEqualTo(number.apply(line, "to_stream_p99_ms"));
       assertThat(number.apply(line, "to_consumer_p50_ms")).isGreaterThan(-1.0)
           .isLessThanOrEqualTo(number.apply(line, "to_consumer_p99_ms"));
+      for (String transaction : List.of("producer_tx", "consumer_tx")) {
+        if (commitTimestamps) {
+          assertThat(number.apply(line, transaction + "_p50_ms")).as(transaction).isPositive()
+              .isLessThanOrEqualTo(number.apply(line, transaction + "_p99_ms"));
+        } else {
+          assertThat(cell.apply(line, transaction + "_p50_ms")).as(transaction).isEqualTo("NaN");
+        }
+      }
     }
     assertThat(md).contains("### Where a row waits", "| 500/s | handoff | ", "| 500/s | raw | ");
     // The CPU each run took, per payment: the machine's holds this JVM's, which runs the producers, less what the

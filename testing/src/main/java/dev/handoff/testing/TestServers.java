@@ -132,6 +132,7 @@ public final class TestServers {
               .setServerConfig("fsync", "off")
               .setServerConfig("synchronous_commit", "off")
               .setServerConfig("full_page_writes", "off")
+              .setServerConfig("track_commit_timestamp", "on") // BenchTest reads where rows waited between commits
               .start();
       Runtime.getRuntime().addShutdownHook(new Thread(() -> closeQuietly(pg), "handoff-test-postgres-stop"));
       log.info("PostgreSQL embedded (zonky) on port {}", pg.getPort());

@@ -38,7 +38,8 @@ public record Environment(int cores, long memoryBytes, String cpu, String os, St
         pg = rs.getString(1);
       }
       try (ResultSet rs = s.executeQuery("SELECT name, setting, coalesce(unit, '') FROM pg_settings WHERE name IN"
-          + " ('fsync', 'synchronous_commit', 'full_page_writes', 'shared_buffers', 'max_connections', 'wal_level')"
+          + " ('fsync', 'synchronous_commit', 'full_page_writes', 'shared_buffers', 'max_connections', 'wal_level',"
+          + " 'track_commit_timestamp')"
           + " ORDER BY name")) {
         while (rs.next()) {
           settings.put(rs.getString(1), rs.getString(2) + (rs.getString(3).isEmpty() ? "" : " x " + rs.getString(3)));

@@ -3,6 +3,7 @@ package dev.handoff.benchmarks.ledger;
 import dev.handoff.ledger.Payment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -10,6 +11,12 @@ import java.util.concurrent.atomic.AtomicReference;
  * Producer threads of the benchmark and the soak: each pays {@code perTransaction} payments per transaction (through
  * the payment service, or the raw pipeline's plain inserts), at its share of {@code rate} (or flat out at rate 0),
  * until a deadline. The first failure stops its thread and is kept for the caller.
+ *
+ * <p>Paced, each session's transactions arrive as a Poisson process at its share of the rate, as independent clients'
+ * requests reach a service: the gap before each is drawn from an exponential distribution. Each session draws from
+ * a generator seeded by its number among all producers, so that handoff's run and the raw pipeline's see the same
+ * schedule, and producer processes different ones. Until 2026-12-07 every session paid at the same instants, a
+ * burst of all of them each interval, which no service sees (docs/performance.md, "Arrivals").
  */
 final class PacedProducers {
 
@@ -32,15 +39,21 @@ final class PacedProducers {
   private final int producers;
   private final int perTransaction;
   private final double rate;
+  private final int firstSession;
   private final List<Thread> threads = new ArrayList<>();
   private final AtomicReference<Throwable> failure = new AtomicReference<>();
 
-  /** @param rate payments per second, all producers together; 0 is flat out */
-  PacedProducers(String threadName, int producers, int perTransaction, double rate) {
+  /**
+   * @param rate payments per second, all producers together; 0 is flat out
+   * @param firstSession the number of this group's first session among all producers (0 unless it is one of several
+   *     producer processes), which seeds its sessions' schedules
+   */
+  PacedProducers(String threadName, int producers, int perTransaction, double rate, int firstSession) {
     this.threadName = threadName;
     this.producers = producers;
     this.perTransaction = perTransaction;
     this.rate = rate;
+    this.firstSession = firstSession;
   }
 
   /** How a producer's own count of payments becomes the payment numbers it writes. */
@@ -61,13 +74,16 @@ final class PacedProducers {
     AtomicLong next = new AtomicLong();
     int pb = perTransaction;
     double perProducer = rate / producers;
+    double meanGapNanos = pb / perProducer * 1e9;
     for (int p = 0; p < producers; p++) {
+      SplittableRandom schedule = new SplittableRandom(firstSession + p);
       threads.add(new Thread(() -> {
         try {
-          for (long k = 0; ; k++) {
+          double dueNanos = from;
+          while (true) {
             if (rate > 0) {
-              long due = from + (long) (k * pb / perProducer * 1e9);
-              long wait = due - System.nanoTime();
+              dueNanos += -Math.log(1 - schedule.nextDouble()) * meanGapNanos;
+              long wait = (long) dueNanos - System.nanoTime();
               if (wait > 0) {
                 Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
               }

@@ -88,7 +88,8 @@ public final class ProducerProcess {
       long from = Long.parseLong(go[1]);
       long until = Long.parseLong(go[2]);
       BenchThreads.pause((from - System.nanoTime()) / 1_000_000);
-      PacedProducers producers = new PacedProducers("bench-producer-" + index + "-", sessions, perTransaction, rate);
+      PacedProducers producers = new PacedProducers("bench-producer-" + index + "-", sessions, perTransaction, rate,
+          index * sessions);
       producers.start(from, until, batch -> {
         if (mode == Mode.HANDOFF) {
           service.payAll(batch);

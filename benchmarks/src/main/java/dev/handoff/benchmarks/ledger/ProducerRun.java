@@ -25,7 +25,7 @@ interface ProducerRun {
           config.pinned(), committed);
     }
     PacedProducers producers = new PacedProducers("bench-" + mode.name().toLowerCase() + "-producer-",
-        shape.sessions(), shape.perTransaction(), rate);
+        shape.sessions(), shape.perTransaction(), rate, 0);
     long from = System.nanoTime();
     producers.start(from, from + durationNanos, pay, (base, count) -> BenchPayments.batch(idPrefix, base, count),
         committed);

@@ -161,7 +161,7 @@ public final class Soak {
     long origin = System.nanoTime();
     long end = origin + config.duration().toNanos();
     PacedProducers producers = new PacedProducers("soak-producer-", config.producers(), config.producerBatch(),
-        config.rate());
+        config.rate(), 0);
     producers.start(origin, end, new PaymentService(dataSource, schema, config.topic())::payAll, Soak::payments,
         (base, count, now) -> {
           payments(base, count).forEach(b -> committedAt.put(b.paymentId(), now));

@@ -18,8 +18,9 @@ final class SummaryTsv {
       "window_charged_per_s", "p50_ms", "p99_ms", "producer_commits_per_payment", "relay_commits_per_payment",
       "consumer_commits_per_payment", "counted_commits_per_payment", "database_commits_per_payment",
       "relay_counted", "relay_rollbacks", "consumer_batches", "consumer_batch_size", "xreadgroup_per_batch",
-      "xack_per_batch", "xautoclaim_per_batch", "xclaim_per_batch", "db_commits_per_batch", "to_stream_p50_ms",
-      "to_stream_p99_ms", "to_consumer_p50_ms", "to_consumer_p99_ms", "machine_cpu_ms_per_payment",
+      "xack_per_batch", "xautoclaim_per_batch", "xclaim_per_batch", "db_commits_per_batch", "waits_from_commit",
+      "producer_tx_p50_ms", "producer_tx_p99_ms", "to_stream_p50_ms", "to_stream_p99_ms", "to_consumer_p50_ms",
+      "to_consumer_p99_ms", "consumer_tx_p50_ms", "consumer_tx_p99_ms", "machine_cpu_ms_per_payment",
       "jvm_cpu_ms_per_payment", "machine_busy_cores");
 
   private SummaryTsv() {}
@@ -37,14 +38,17 @@ final class SummaryTsv {
   private static String line(String pipeline, Bench.Run run) {
     Bench.Commits c = run.commits();
     ConsumerTrips t = run.trips();
+    RowWaits w = run.waits();
     long p = run.paid();
     List<String> v = List.of(pipeline, num(run.rate()), Long.toString(p), num(run.drained() ? run.endToEnd()
         : Double.NaN), num(run.windowThroughput()), num(run.p50()), num(run.p99()), per(c.producer(), p),
         per(c.relay(), p), per(c.consumer(), p), per(c.counted(), p), per(c.database(), p),
         Boolean.toString(c.relayCounted()), Long.toString(c.relayRollbacks()), Long.toString(t.batches()),
         num(t.meanBatch()), num(t.perBatch("xreadgroup")), num(t.perBatch("xack")), num(t.perBatch("xautoclaim")),
-        num(t.perBatch("xclaim")), num(t.databaseCommitsPerBatch()), num(run.waits().toStreamP50()),
-        num(run.waits().toStreamP99()), num(run.waits().toConsumerP50()), num(run.waits().toConsumerP99()),
+        num(t.perBatch("xclaim")), num(t.databaseCommitsPerBatch()), Boolean.toString(w.fromCommit()),
+        num(w.producerTransaction().p50()), num(w.producerTransaction().p99()), num(w.toStream().p50()),
+        num(w.toStream().p99()), num(w.toConsumer().p50()), num(w.toConsumer().p99()),
+        num(w.consumerTransaction().p50()), num(w.consumerTransaction().p99()),
         num(run.cpu().machineMsPerPayment()), num(run.cpu().jvmMsPerPayment()), num(run.cpu().machineCores()));
     return String.join("\t", v);
   }

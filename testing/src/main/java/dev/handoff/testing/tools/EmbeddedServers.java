@@ -48,6 +48,8 @@ public final class EmbeddedServers implements AutoCloseable {
             .setServerConfig("synchronous_commit", onOff)
             .setServerConfig("full_page_writes", onOff)
             .setServerConfig("max_connections", "300")
+            // The bench reads where a row waited between two commits from these (RowWaits).
+            .setServerConfig("track_commit_timestamp", "on")
             .start();
       }
       if (wantRedis) {
