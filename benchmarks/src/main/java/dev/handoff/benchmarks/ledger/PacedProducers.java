@@ -73,17 +73,13 @@ final class PacedProducers {
   void start(long from, long until, Pay pay, Payments payments, Committed committed, Numbering numbering) {
     AtomicLong next = new AtomicLong();
     int pb = perTransaction;
-    double perProducer = rate / producers;
-    double meanGapNanos = pb / perProducer * 1e9;
     for (int p = 0; p < producers; p++) {
-      SplittableRandom schedule = new SplittableRandom(firstSession + p);
+      Schedule schedule = new Schedule(p);
       threads.add(new Thread(() -> {
         try {
-          double dueNanos = from;
           while (true) {
             if (rate > 0) {
-              dueNanos += -Math.log(1 - schedule.nextDouble()) * meanGapNanos;
-              long wait = (long) dueNanos - System.nanoTime();
+              long wait = from + schedule.next() - System.nanoTime();
               if (wait > 0) {
                 Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
               }
@@ -102,6 +98,41 @@ final class PacedProducers {
       }, threadName + p));
     }
     threads.forEach(Thread::start);
+  }
+
+  /**
+   * The payments the paced schedule holds within {@code durationNanos} of its start, all producers together: what
+   * they pay at most. Flat out (rate 0) there is no schedule, and this is 0.
+   */
+  long scheduled(long durationNanos) {
+    if (rate <= 0) {
+      return 0;
+    }
+    long transactions = 0;
+    for (int p = 0; p < producers; p++) {
+      Schedule schedule = new Schedule(p);
+      while (schedule.next() < durationNanos) {
+        transactions++;
+      }
+    }
+    return transactions * perTransaction;
+  }
+
+  /** A session's due times, as offsets from the start in nanoseconds: exponential gaps at its share of the rate. */
+  private final class Schedule {
+
+    private final SplittableRandom random;
+    private final double meanGapNanos = perTransaction / (rate / producers) * 1e9;
+    private double dueNanos;
+
+    Schedule(int session) {
+      random = new SplittableRandom(firstSession + session);
+    }
+
+    long next() {
+      dueNanos += -Math.log(1 - random.nextDouble()) * meanGapNanos;
+      return (long) dueNanos;
+    }
   }
 
   /** Waits for every producer to stop. */

@@ -108,8 +108,11 @@ public final class Soak {
     sampler.requireFresh();
     HandoffMigrations.migrate(dataSource, schema);
     LedgerMigrations.migrate(dataSource, schema);
-    out.printf("soak: %,.0f payments/s for %ds; outbox retention %ds, dedup window %ds; PostgreSQL fsync=%s,"
-            + " synchronous_commit=%s%n", config.rate(), config.duration().toSeconds(),
+    PacedProducers producers = new PacedProducers("soak-producer-", config.producers(), config.producerBatch(),
+        config.rate(), 0);
+    out.printf("soak: %,.0f payments/s for %ds (Poisson arrivals: %,d payments scheduled); outbox retention %ds,"
+            + " dedup window %ds; PostgreSQL fsync=%s, synchronous_commit=%s%n", config.rate(),
+        config.duration().toSeconds(), producers.scheduled(config.duration().toNanos()),
         config.outboxRetention().toSeconds(), config.dedupWindow().toSeconds(),
         env.postgresSettings().getOrDefault("fsync", "?"), env.postgresSettings().getOrDefault("synchronous_commit",
             "?"));
@@ -160,8 +163,6 @@ public final class Soak {
 
     long origin = System.nanoTime();
     long end = origin + config.duration().toNanos();
-    PacedProducers producers = new PacedProducers("soak-producer-", config.producers(), config.producerBatch(),
-        config.rate(), 0);
     producers.start(origin, end, new PaymentService(dataSource, schema, config.topic())::payAll, Soak::payments,
         (base, count, now) -> {
           payments(base, count).forEach(b -> committedAt.put(b.paymentId(), now));
