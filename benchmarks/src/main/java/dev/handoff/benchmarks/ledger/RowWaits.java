@@ -22,21 +22,24 @@ import javax.sql.DataSource;
  * commit and its write to Redis; raw's holds its XADD. Rows created in the run's first {@code warmupSeconds} are
  * left out, as the latency figures leave them out.
  */
-public record RowWaits(long rows, boolean fromCommit, Leg producerTransaction, Leg toStream, Leg toConsumer,
-    Leg consumerTransaction) {
+public record RowWaits(long rows, Leg producerTransaction, Leg toStream, Leg toConsumer, Leg consumerTransaction) {
 
   /** One leg's p50 and p99, in milliseconds; NaN when not known. */
   public record Leg(double p50, double p99) {
     static final Leg UNKNOWN = new Leg(Double.NaN, Double.NaN);
   }
 
-  static final RowWaits NONE = new RowWaits(0, false, Leg.UNKNOWN, Leg.UNKNOWN, Leg.UNKNOWN, Leg.UNKNOWN);
+  static final RowWaits NONE = new RowWaits(0, Leg.UNKNOWN, Leg.UNKNOWN, Leg.UNKNOWN, Leg.UNKNOWN);
+
+  /** Whether the waits run from the producer's commit: the server gave the commit timestamps of these rows. */
+  public boolean fromCommit() {
+    return !Double.isNaN(producerTransaction.p50());
+  }
 
   /** The waits of the rows whose key starts with {@code idPrefix} (the run's payment IDs), handled by {@code group}. */
   static RowWaits read(DataSource dataSource, String schema, String idPrefix, String group, double warmupSeconds) {
     try (Connection c = dataSource.getConnection()) {
-      boolean commits = commitTimestamps(c);
-      String committed = commits ? "extract(epoch FROM pg_xact_commit_timestamp(%s.xmin)) * 1000" : "NULL::numeric";
+      String committed = commitTimestamps(c) ? "extract(epoch FROM pg_xact_commit_timestamp(%s.xmin)) * 1000" : "NULL::numeric";
       String sql = "WITH run AS (SELECT extract(epoch FROM o.created_at) * 1000 AS started, o.stream_ms AS s,"
           + " extract(epoch FROM i.processed_at) * 1000 AS p, " + committed.formatted("pay") + " AS pc, "
           + committed.formatted("i") + " AS ic FROM " + schema + ".outbox o"
@@ -54,7 +57,7 @@ public record RowWaits(long rows, boolean fromCommit, Leg producerTransaction, L
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
           long rows = rs.getLong(1);
-          return rows == 0 ? NONE : new RowWaits(rows, commits, leg(rs, 2), leg(rs, 4), leg(rs, 6), leg(rs, 8));
+          return rows == 0 ? NONE : new RowWaits(rows, leg(rs, 2), leg(rs, 4), leg(rs, 6), leg(rs, 8));
         }
       }
     } catch (SQLException e) {
