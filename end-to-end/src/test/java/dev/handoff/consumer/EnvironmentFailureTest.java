@@ -22,9 +22,9 @@ import org.junit.jupiter.params.provider.EnumSource;
 import redis.clients.jedis.resps.StreamPendingEntry;
 
 /**
- * The environment's failures are not the messages': a revoked grant or a dropped table pauses the worker, which
- * holds its batch, counts no delivery and dead-letters nothing, and resumes on its own once the cause is gone. The
- * consumer runs as a role of its own (a superuser ignores grants), on both transports.
+ * The environment's failures are not the messages': a revoked grant, a dropped table or a function the schema lacks
+ * pauses the worker, which holds its batch, counts no delivery and dead-letters nothing, and resumes on its own once
+ * the cause is gone. The consumer runs as a role of its own (a superuser ignores grants), on both transports.
  */
 @HandoffTest
 class EnvironmentFailureTest {
@@ -60,6 +60,26 @@ class EnvironmentFailureTest {
           role.grantAll();
         },
         DURING); // the first ones' rows went with the dropped table
+  }
+
+  /** A consumer upgraded before its schema: the seal's function of migration V10 is not there yet. */
+  @ParameterizedTest
+  @EnumSource(Transport.class)
+  void aSchemaWithoutTheSealsFunctionPausesTheConsumerCountsNoDeliveryAndDeadLettersNothing(Transport transport)
+      throws Exception {
+    String hidden = env.schema() + ".batch_unseal_not_yet(uuid)";
+    Runnable mend = () -> env.execute("ALTER FUNCTION " + hidden + " RENAME TO batch_unseal");
+    try {
+      outageMidRun(transport, "unseal", "does not exist",
+          (f, role) -> env.execute("ALTER FUNCTION " + env.schema() + ".batch_unseal(uuid) RENAME TO"
+              + " batch_unseal_not_yet"),
+          (f, role) -> mend.run(),
+          BEFORE + DURING);
+    } finally {
+      if (env.queryLong("SELECT count(*) FROM pg_proc WHERE oid = to_regprocedure(?)", hidden) == 1) {
+        mend.run(); // the other tests of this schema need it back
+      }
+    }
   }
 
   /**

@@ -14,6 +14,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import javax.sql.DataSource;
 import java.util.concurrent.atomic.AtomicLong;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.StreamEntryID;
@@ -65,7 +66,12 @@ final class Fixture {
 
   /** The same settings with no handler yet, for a test that gives a batch or jOOQ handler. */
   StreamConsumerBuilder consumerWithoutHandler(String group) {
-    return StreamConsumer.builder(env.dataSource(), RedisConnectionSpec.of(redisUri))
+    return consumerWithoutHandler(group, env.dataSource());
+  }
+
+  /** The same, on a pool of the test's choosing. */
+  StreamConsumerBuilder consumerWithoutHandler(String group, DataSource dataSource) {
+    return StreamConsumer.builder(dataSource, RedisConnectionSpec.of(redisUri))
         .schema(env.schema())
         .keyPrefix(env.keyPrefix())
         .topic(topic)

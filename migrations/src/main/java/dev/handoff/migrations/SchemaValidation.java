@@ -6,9 +6,11 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
@@ -35,13 +37,24 @@ final class SchemaValidation {
     }
   }
 
+  /** A function of handoff's, by signature, the migration that creates it and the roles that call it. */
+  record Function(String signature, String migration, Set<Role> callers) {
+
+    String name() {
+      return signature.substring(0, signature.indexOf('('));
+    }
+  }
+
   /**
-   * The functions of migration V9, by signature, which the relay calls for its cycle's mark and assignment: there
-   * for every role (they say the schema is migrated that far), callable for the relay's.
+   * handoff's functions, each granted to PUBLIC by its migration: there for every role (they say the schema is
+   * migrated that far), callable for the roles that call them. The relay's cycle marks and assigns through V9's; a
+   * consumer, and an operator retrying a dead letter, clear a batch's seal through V10's.
    */
-  static final List<String> RELAY_FUNCTIONS = List.of(
-      "relay_mark_batches(text[], int[], bigint[], bigint[], boolean[], text, int[], bigint[], bigint[], bigint[])",
-      "relay_assign_batches(text[], int[], bigint[], int[], text, bigint)");
+  static final List<Function> FUNCTIONS = List.of(
+      new Function("relay_mark_batches(text[], int[], bigint[], bigint[], boolean[], text, int[], bigint[], bigint[],"
+          + " bigint[])", "V9", EnumSet.of(Role.RELAY)),
+      new Function("relay_assign_batches(text[], int[], bigint[], int[], text, bigint)", "V9", EnumSet.of(Role.RELAY)),
+      new Function("batch_unseal(uuid)", "V10", EnumSet.of(Role.CONSUMER, Role.OPERATOR)));
 
   private SchemaValidation() {}
 
@@ -65,7 +78,7 @@ final class SchemaValidation {
               + " first, as the owner of its tables (handoff.jar migrate, or HandoffMigrations.migrate)");
         }
       }
-      for (String function : RELAY_FUNCTIONS) {
+      for (Function function : FUNCTIONS) {
         Optional<String> problem = checkFunction(c, schema, user, role, function);
         if (problem.isPresent()) {
           return problem;
@@ -81,23 +94,24 @@ final class SchemaValidation {
     return Optional.empty();
   }
 
-  /** Whether {@code signature} exists in {@code schema}, and, for the relay, whether the user may call it. */
+  /** Whether {@code function} exists in {@code schema}, and, for a role that calls it, whether the user may. */
   private static Optional<String> checkFunction(Connection c, String schema, String user, Role role,
-      String signature) throws SQLException {
-    String name = signature.substring(0, signature.indexOf('('));
+      Function function) throws SQLException {
+    String name = function.name();
     try (PreparedStatement ps = c.prepareStatement("SELECT f IS NOT NULL, f IS NOT NULL"
         + " AND has_function_privilege(current_user, f, 'EXECUTE') FROM (SELECT to_regprocedure(?) AS f) p")) {
-      ps.setString(1, "\"" + schema + "\"." + signature);
+      ps.setString(1, "\"" + schema + "\"." + function.signature());
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         if (!rs.getBoolean(1)) {
-          return Optional.of("schema '" + schema + "' has no function '" + name + "' (migration V9): apply handoff's"
-              + " migrations first, as the owner of its tables (handoff.jar migrate, or HandoffMigrations.migrate)");
+          return Optional.of("schema '" + schema + "' has no function '" + name + "' (migration "
+              + function.migration() + "): apply handoff's migrations first, as the owner of its tables"
+              + " (handoff.jar migrate, or HandoffMigrations.migrate)");
         }
-        if (role == Role.RELAY && !rs.getBoolean(2)) {
-          return Optional.of("role '" + user + "' lacks EXECUTE on function " + schema + "." + name + ", which the"
-              + " relay role needs: GRANT EXECUTE ON FUNCTION " + schema + "." + name + " TO " + user + ", as its"
-              + " owner (migration V9 grants it to PUBLIC)");
+        if (function.callers().contains(role) && !rs.getBoolean(2)) {
+          return Optional.of("role '" + user + "' lacks EXECUTE on function " + schema + "." + name + ", which the "
+              + role.name().toLowerCase(Locale.ROOT) + " role needs: GRANT EXECUTE ON FUNCTION " + schema + "." + name
+              + " TO " + user + ", as its owner (migration " + function.migration() + " grants it to PUBLIC)");
         }
       }
     }

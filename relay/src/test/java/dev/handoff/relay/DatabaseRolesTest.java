@@ -90,7 +90,7 @@ class DatabaseRolesTest {
         cols("relay_member", "UPDATE", "heartbeat_at"),
         "relay_member:DELETE", "topic:SELECT", "topic:INSERT"));
     assertThat(env.newRole().grant(Role.CONSUMER).privileges()).containsExactlyElementsOf(sorted(
-        "schema:USAGE", "inbox:SELECT", "inbox:DELETE", "batch_seal:SELECT", "batch_seal:INSERT", "batch_seal:DELETE",
+        "schema:USAGE", "inbox:SELECT", "inbox:DELETE",
         cols("inbox", "INSERT", "consumer_group", "message_id", "stream_id", "outcome"),
         cols("inbox", "UPDATE", "outcome", "processed_at", "stream_id"),
         "dead_letter:SELECT",
@@ -114,7 +114,7 @@ class DatabaseRolesTest {
         "inbox:SELECT", "inbox:DELETE",
         cols("inbox", "INSERT", "consumer_group", "message_id", "stream_id", "outcome"),
         cols("inbox", "UPDATE", "outcome", "processed_at", "stream_id"),
-        "batch_seal:SELECT", "batch_seal:INSERT", "batch_seal:DELETE", "topic:SELECT", "replay_request:SELECT",
+        "topic:SELECT", "replay_request:SELECT",
         cols("replay_request", "INSERT", "consumer_group", "topic", "appended_from", "appended_to"),
         "consumer_lease:SELECT", cols("consumer_lease", "UPDATE", "resume_requested"), "consumer_member:SELECT"));
   }

@@ -15,7 +15,7 @@ class HandoffMigrationsTest {
   private static final List<String> TABLES =
       List.of("batch_seal", "consumer_lease", "consumer_member", "dead_letter", "inbox", "outbox", "outbox_purged",
           "relay_lease", "relay_member", "replay_request", "topic");
-  private static final int MIGRATIONS = 9;
+  private static final int MIGRATIONS = 10;
 
   @Test
   void appliesOnAFreshDatabaseAndReapplyingIsANoOp(TestEnvironment env) {

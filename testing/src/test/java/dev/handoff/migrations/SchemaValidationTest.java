@@ -50,10 +50,10 @@ class SchemaValidationTest {
   @Test
   void aMissingTableGrantIsNamedWithTheRoleAndHowToGrantIt() {
     try (DatabaseRole r = env.newRole().grant(Role.CONSUMER)
-        .execute("REVOKE INSERT ON " + env.schema() + ".batch_seal FROM ROLE")) {
+        .execute("REVOKE DELETE ON " + env.schema() + ".inbox FROM ROLE")) {
       assertThatThrownBy(() -> HandoffMigrations.validate(r.newDataSource(1), env.schema(), Role.CONSUMER))
           .isInstanceOf(IllegalStateException.class)
-          .hasMessage("role '" + r.name() + "' lacks INSERT on " + env.schema() + ".batch_seal, which the consumer"
+          .hasMessage("role '" + r.name() + "' lacks DELETE on " + env.schema() + ".inbox, which the consumer"
               + " role needs: apply its grants as the owner of handoff's tables (handoff.jar grants --role consumer"
               + " --to " + r.name() + " --apply, or HandoffGrants.apply)");
     }
@@ -72,6 +72,38 @@ class SchemaValidationTest {
           .doesNotThrowAnyException();
     } finally {
       env.execute("GRANT EXECUTE ON FUNCTION " + env.schema() + ".relay_assign_batches TO PUBLIC");
+    }
+  }
+
+  @Test
+  void theSealsFunctionMustBeThereAndCallableByTheRolesThatRunHandlers() {
+    try (DatabaseRole r = env.newRole().grant(Role.CONSUMER).grant(Role.OPERATOR).grant(Role.RELAY)
+        .execute("REVOKE EXECUTE ON FUNCTION " + env.schema() + ".batch_unseal FROM PUBLIC")) {
+      for (Role role : new Role[] {Role.CONSUMER, Role.OPERATOR}) {
+        assertThatThrownBy(() -> HandoffMigrations.validate(r.newDataSource(1), env.schema(), role))
+            .hasMessage("role '" + r.name() + "' lacks EXECUTE on function " + env.schema() + ".batch_unseal, which"
+                + " the " + role.name().toLowerCase(Locale.ROOT) + " role needs: GRANT EXECUTE ON FUNCTION "
+                + env.schema() + ".batch_unseal TO " + r.name() + ", as its owner (migration V10 grants it to"
+                + " PUBLIC)");
+      }
+      assertThatCode(() -> HandoffMigrations.validate(r.newDataSource(1), env.schema(), Role.RELAY))
+          .as("the relay never runs a handler").doesNotThrowAnyException();
+    } finally {
+      env.execute("GRANT EXECUTE ON FUNCTION " + env.schema() + ".batch_unseal TO PUBLIC");
+    }
+  }
+
+  @Test
+  void aSchemaMigratedBeforeTheSealsFunctionSaysToMigrate() {
+    String old = env.schema() + "_v9";
+    try {
+      HandoffMigrations.migrate(env.dataSource(), old);
+      env.execute("DROP FUNCTION " + old + ".batch_unseal");
+      assertThatThrownBy(() -> HandoffMigrations.validate(env.dataSource(), old, Role.RELAY))
+          .hasMessage("schema '" + old + "' has no function 'batch_unseal' (migration V10): apply handoff's"
+              + " migrations first, as the owner of its tables (handoff.jar migrate, or HandoffMigrations.migrate)");
+    } finally {
+      env.execute("DROP SCHEMA IF EXISTS " + old + " CASCADE");
     }
   }
 

@@ -20,9 +20,9 @@ enum Blame {
   /** The handler threw for this message, or its data broke a constraint: a failed delivery. */
   MESSAGE,
   /**
-   * The environment failed: the connection (SQLSTATE class 08), a privilege (42501), a table or column
-   * (42P01, 42703), resources (class 53), an administrator's shutdown (57P01-57P03), a read-only server (25006), a
-   * Redis connection or permission, a Redis Cluster in motion ({@code TRYAGAIN} while a slot migrates,
+   * The environment failed: the connection (SQLSTATE class 08), a privilege (42501), a table, column or function
+   * (42P01, 42703, 42883: a schema not migrated as far as this version needs), resources (class 53), an
+   * administrator's shutdown (57P01-57P03), a read-only server (25006), a Redis connection or permission, a Redis Cluster in motion ({@code TRYAGAIN} while a slot migrates,
    * {@code CLUSTERDOWN}, {@code MOVED}/{@code ASK} left unfollowed or past the client's attempts, a node
    * {@code LOADING} or whose {@code MASTERDOWN}), or a handler's {@link RetryLaterException}. No delivery is counted.
    */
@@ -31,7 +31,7 @@ enum Blame {
   CONFLICT;
 
   private static final Set<String> ENVIRONMENT_STATES =
-      Set.of("42501", "42P01", "42703", "57P01", "57P02", "57P03", "25006");
+      Set.of("42501", "42P01", "42703", "42883", "57P01", "57P02", "57P03", "25006");
   private static final Set<String> CONFLICT_STATES = Set.of("40001", "40P01");
   /**
    * Error replies of a cluster being resharded or failing over: they say where the data is now, never what is wrong

@@ -20,11 +20,12 @@ import java.util.UUID;
  *       (SQLSTATE {@value #INVALID_TERMINATION}) that names the rule, and remembers the refusal
  *       ({@link #takeRefusal()}) so that a handler that swallowed the exception still fails its message.
  *   <li>Any other way ({@code COMMIT} or {@code ROLLBACK} run as SQL, a {@code commit()} on the driver's connection
- *       under the one it was given): the seal, one {@code batch_seal} row inserted before the first handler runs
- *       (with the inbox markers, in their statement). A deferred trigger fails any commit that finds it still
- *       there, so PostgreSQL rolls that transaction back, inbox markers and effects together. {@link #commit}
- *       deletes it in the round trip of handoff's own {@code COMMIT}; the deletion fails in PostgreSQL if the seal
- *       is gone (the transaction it was inserted in ended early), and the {@code COMMIT} then never runs.
+ *       under the one it was given): the seal, the setting {@value #SEAL_SETTING} set to the batch's token, local
+ *       to the transaction, before the first handler runs (by the inbox markers' statement). Each marker written
+ *       queues a deferred trigger that fails any commit finding the setting still there (migration V10), so
+ *       PostgreSQL rolls that transaction back, inbox markers and effects together. {@link #commit} clears it in the
+ *       round trip of handoff's own {@code COMMIT}; the clearing fails in PostgreSQL if the setting does not hold
+ *       the token (the transaction it was set in ended early), and the {@code COMMIT} then never runs.
  * </ul>
  * While a handler runs, {@link RunningHandler} names it on its thread.
  *
@@ -35,9 +36,11 @@ final class HandlerTransaction {
   /** PostgreSQL's SQLSTATE for an invalid transaction termination, which the seal's trigger raises too. */
   static final String INVALID_TERMINATION = "2D000";
 
+  /** The setting that seals a batch's transaction while its handlers run; the triggers of migration V10 read it. */
+  static final String SEAL_SETTING = "handoff.batch_seal";
+
   private final Connection tx;
   private final String group;
-  private final String schema;
   private final String unsealSql;
   private final UUID token = UUID.randomUUID();
   private final Connection guarded;
@@ -48,36 +51,36 @@ final class HandlerTransaction {
   private HandlerTransaction(Connection tx, String schema, String group) {
     this.tx = tx;
     this.group = group;
-    this.schema = schema;
-    this.unsealSql = "DELETE FROM " + schema + ".batch_seal WHERE token = ?";
+    this.unsealSql = "SELECT " + schema + ".batch_unseal(?)";
     this.guarded = (Connection) Proxy.newProxyInstance(HandlerTransaction.class.getClassLoader(),
         new Class<?>[] {Connection.class}, (proxy, method, args) -> invoke(proxy, method, args));
   }
 
   /**
    * The guard of {@code tx}, whose transaction is open (auto-commit off). It is sealed by {@link #seal}, or by a
-   * statement of the caller's that inserted {@link #token()} (then {@link #sealedBy}), before any handler runs.
+   * statement of the caller's that set {@link #SEAL_SETTING} to {@link #token()} (then {@link #sealedBy}), before
+   * any handler runs. The seal holds only if that transaction wrote an inbox marker, whose trigger checks it.
    */
   static HandlerTransaction of(Connection tx, String schema, String group) {
     return new HandlerTransaction(tx, schema, group);
   }
 
-  /** Seals the transaction with a statement of its own. */
+  /** Seals the transaction with a statement of its own, once it wrote an inbox marker. */
   HandlerTransaction seal() throws SQLException {
-    try (PreparedStatement ps = Statements.prepare(tx, "INSERT INTO " + schema + ".batch_seal (token) VALUES (?)")) {
-      ps.setObject(1, token);
-      ps.executeUpdate();
+    try (PreparedStatement ps = Statements.prepare(tx, "SELECT set_config('" + SEAL_SETTING + "', ?, true)")) {
+      ps.setString(1, token.toString());
+      ps.executeQuery().close();
     }
     sealed = true;
     return this;
   }
 
-  /** The seal's row, for a caller that inserts it in a statement of its own. */
+  /** The seal's value, for a caller that sets it in a statement of its own. */
   UUID token() {
     return token;
   }
 
-  /** The caller's statement inserted the seal ({@code true}), or had nothing to do and did not. */
+  /** The caller's statement set the seal ({@code true}), or had nothing to do and did not. */
   void sealedBy(boolean inserted) {
     sealed = inserted;
   }
@@ -136,9 +139,9 @@ final class HandlerTransaction {
   }
 
   /**
-   * Commits: removes the seal and commits in one round trip ({@code DELETE ...; COMMIT}), or only commits when the
-   * transaction was not sealed. The removal fails in PostgreSQL when the seal is gone, and then the {@code COMMIT}
-   * after it does not run.
+   * Commits: removes the seal and commits in one round trip ({@code SELECT batch_unseal(...); COMMIT}), or only
+   * commits when the transaction was not sealed. The removal fails in PostgreSQL when the seal is gone, and then the
+   * {@code COMMIT} after it does not run.
    *
    * @throws SQLException of SQLSTATE {@value #INVALID_TERMINATION} if the seal was gone (the caller rolls back), or
    *     whatever the commit threw

@@ -34,12 +34,10 @@ final class InboxQueries {
     // A marker whose message the outbox still holds can meet that message again (a replay from the outbox, or the
     // relay publishing it again after Redis lost data), whatever the marker's age.
     String inOutbox = "EXISTS (SELECT 1 FROM " + schema + ".outbox o WHERE o.message_id = i.message_id)";
-    // One statement for the whole batch. ORDER BY gives concurrent batches one lock order on the primary key, so
-    // two consumers that hold overlapping entries (a reclaim racing a slow owner) wait instead of deadlocking.
-    this.insert = "INSERT INTO " + table + " (consumer_group, message_id, stream_id, outcome)"
-        + " SELECT ?, m, s, ? FROM unnest(?::uuid[], ?::text[]) AS u(m, s) ORDER BY m"
-        + " ON CONFLICT DO NOTHING RETURNING message_id";
-    this.insertSealed = "WITH seal AS (INSERT INTO " + schema + ".batch_seal (token) VALUES (?)) " + insert;
+    this.insert = insertMarkers(table, "");
+    // The seal is a setting local to the transaction (migration V10), set by this statement's one-row subquery.
+    this.insertSealed = insertMarkers(table, ", (SELECT set_config('" + HandlerTransaction.SEAL_SETTING
+        + "', ?, true)) AS seal");
     this.delete = "DELETE FROM " + table + " WHERE consumer_group = ? AND message_id = ?";
     this.revive = "UPDATE " + table + " SET outcome = 'processed', processed_at = now(), stream_id = ?"
         + " WHERE consumer_group = ? AND message_id = ? AND outcome = 'dead'";
@@ -54,6 +52,14 @@ final class InboxQueries {
         + " AND processed_at < ? AND " + inOutbox + " LIMIT 100000) h";
     this.processed = "SELECT message_id FROM " + table + " WHERE consumer_group = ? AND message_id = ANY(?)"
         + " AND outcome = 'processed'";
+  }
+
+  // One statement for the whole batch. ORDER BY gives concurrent batches one lock order on the primary key, so two
+  // consumers that hold overlapping entries (a reclaim racing a slow owner) wait instead of deadlocking.
+  private static String insertMarkers(String table, String alsoFrom) {
+    return "INSERT INTO " + table + " (consumer_group, message_id, stream_id, outcome)"
+        + " SELECT ?, m, s, ? FROM unnest(?::uuid[], ?::text[]) AS u(m, s)" + alsoFrom + " ORDER BY m"
+        + " ON CONFLICT DO NOTHING RETURNING message_id";
   }
 
   /** Which of {@code ids} have a marker of outcome processed in {@code group}. */
@@ -94,14 +100,13 @@ final class InboxQueries {
     try (PreparedStatement ps = Statements.prepare(tx, seal == null ? insert : insertSealed)) {
       Array idArray = tx.createArrayOf("uuid", ids.toArray());
       Array streamArray = tx.createArrayOf("text", streamIds.toArray());
-      int first = 1;
+      ps.setString(1, group);
+      ps.setString(2, outcome);
+      ps.setArray(3, idArray);
+      ps.setArray(4, streamArray);
       if (seal != null) {
-        ps.setObject(first++, seal);
+        ps.setString(5, seal.toString());
       }
-      ps.setString(first, group);
-      ps.setString(first + 1, outcome);
-      ps.setArray(first + 2, idArray);
-      ps.setArray(first + 3, streamArray);
       Set<UUID> inserted = new HashSet<>(ids.size() * 2);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {

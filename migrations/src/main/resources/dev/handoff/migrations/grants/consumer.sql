@@ -17,9 +17,8 @@ GRANT SELECT, DELETE ON :"schema".inbox TO :"role";
 GRANT INSERT (consumer_group, message_id, stream_id, outcome) ON :"schema".inbox TO :"role";
 GRANT UPDATE (outcome, processed_at, stream_id) ON :"schema".inbox TO :"role";
 
--- The seal on a batch's transaction (V4): one row inserted before the handlers run and deleted just before the
--- commit; the deferred trigger on it reads the table, so SELECT is needed too.
-GRANT SELECT, INSERT, DELETE ON :"schema".batch_seal TO :"role";
+-- A batch's transaction is sealed by a setting that the function batch_unseal clears (V10), which its migration
+-- grants to PUBLIC: nothing to grant here. The batch_seal table (V4) is unused since V10.
 
 -- Dead letters: written when a message gives up, listed, counted, and marked retried; a retry an operator requested
 -- is picked up by the housekeeping, which clears the request and, when the handler fails again, records why.

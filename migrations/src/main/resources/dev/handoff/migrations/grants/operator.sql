@@ -36,8 +36,7 @@ GRANT UPDATE (status, retried_at, retry_requested_at) ON :"schema".dead_letter T
 GRANT SELECT, DELETE ON :"schema".inbox TO :"role";
 GRANT INSERT (consumer_group, message_id, stream_id, outcome) ON :"schema".inbox TO :"role";
 GRANT UPDATE (outcome, processed_at, stream_id) ON :"schema".inbox TO :"role";
--- The retry's handler runs in a sealed transaction, as a delivery's does (V4).
-GRANT SELECT, INSERT, DELETE ON :"schema".batch_seal TO :"role";
+-- The retry's handler runs in a sealed transaction, as a delivery's does: batch_unseal (V10) is PUBLIC's to call.
 
 -- status and the other commands read each topic's declared shard count.
 GRANT SELECT ON :"schema".topic TO :"role";

@@ -75,15 +75,15 @@ class LeastPrivilegeTest {
               && jdbc.queryForObject("SELECT count(*) FROM shipment WHERE order_id = 'lp-1'", Long.class) == 1);
     }
 
-    new JdbcTemplate(owner).execute("REVOKE INSERT ON " + HANDOFF + ".batch_seal FROM " + ROLE);
+    new JdbcTemplate(owner).execute("REVOKE DELETE ON " + HANDOFF + ".inbox FROM " + ROLE);
     Throwable failure = catchThrowable(LeastPrivilegeTest::start);
     while (failure != null && !(failure instanceof HandoffStartupException)) {
       failure = failure.getCause();
     }
     assertThat(failure)
         .isInstanceOf(HandoffStartupException.class)
-        .hasMessage("handoff schema '" + HANDOFF + "': role '" + ROLE + "' lacks INSERT on " + HANDOFF
-            + ".batch_seal, which the consumer role needs: apply its grants as the owner of handoff's tables"
+        .hasMessage("handoff schema '" + HANDOFF + "': role '" + ROLE + "' lacks DELETE on " + HANDOFF
+            + ".inbox, which the consumer role needs: apply its grants as the owner of handoff's tables"
             + " (handoff.jar grants --role consumer --to " + ROLE + " --apply, or HandoffGrants.apply)"
             + " (or set handoff.migrate=true where the application may run DDL)");
   }
