@@ -36,7 +36,7 @@ final class HandlerTransaction {
   /** PostgreSQL's SQLSTATE for an invalid transaction termination, which the seal's trigger raises too. */
   static final String INVALID_TERMINATION = "2D000";
 
-  /** The setting that seals a batch's transaction while its handlers run; the triggers of migration V10 read it. */
+  /** The setting that seals a batch's transaction while its handlers run, read by migration V10's trigger. */
   static final String SEAL_SETTING = "handoff.batch_seal";
 
   private final Connection tx;
@@ -81,8 +81,8 @@ final class HandlerTransaction {
   }
 
   /** The caller's statement set the seal ({@code true}), or had nothing to do and did not. */
-  void sealedBy(boolean inserted) {
-    sealed = inserted;
+  void sealedBy(boolean set) {
+    sealed = set;
   }
 
   /** The connection to hand to the handlers. */
