@@ -40,6 +40,11 @@ enum Blame {
    */
   private static final List<String> CLUSTER_IN_MOTION = List.of("TRYAGAIN", "CLUSTERDOWN", "LOADING", "MASTERDOWN");
 
+  /** Whether {@code failure} or a cause says a table, column or function does not exist (42P01, 42703, 42883). */
+  static boolean missingObject(Throwable failure) {
+    return Jdbc.hasState(failure, "42P01") || Jdbc.hasState(failure, "42703") || Jdbc.hasState(failure, "42883");
+  }
+
   /** The blame for {@code failure}, read from it and its causes; the first that decides, decides. */
   static Blame of(Throwable failure) {
     for (Throwable t = failure; t != null; t = t.getCause()) {

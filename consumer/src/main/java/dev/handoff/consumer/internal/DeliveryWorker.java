@@ -117,7 +117,7 @@ abstract class DeliveryWorker implements WorkerLoop {
   private void environmentFailed(Throwable cause) {
     PausedWorker p = pause;
     if (p == null) {
-      String reason = oneLine(cause);
+      String reason = oneLine(cause) + (Blame.missingObject(cause) ? MIGRATION_HINT : "");
       pauseCode = pauseCodeOf(cause);
       pause = new PausedWorker(name, reason, Instant.now(clock), 0);
       shared.log().warn("{} {}: paused by a failure of its environment, not of a message ({}); retrying with"
@@ -128,6 +128,13 @@ abstract class DeliveryWorker implements WorkerLoop {
       shared.log().debug("{} {}: still paused: {}", shared.label(), name, oneLine(cause));
     }
   }
+
+  /**
+   * Added to the reason of a pause on a table, column or function that does not exist: most often a consumer that
+   * was upgraded before its schema, which the raw error does not say.
+   */
+  static final String MIGRATION_HINT = "; if that is one of handoff's, its schema is not migrated as far as this"
+      + " version needs: apply handoff's migrations (HandoffMigrations.migrate, or handoff.jar migrate)";
 
   private static String pauseCodeOf(Throwable cause) {
     for (Throwable t = cause; t != null; t = t.getCause() == t ? null : t.getCause()) {
