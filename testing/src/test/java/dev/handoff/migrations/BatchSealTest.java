@@ -117,29 +117,29 @@ class BatchSealTest {
   @Test
   void theSealOfTheEarlierVersionStillGuardsItsBatches() throws SQLException {
     UUID token = UUID.randomUUID();
-    try (PreparedStatement ps = tx.prepareStatement("WITH seal AS (INSERT INTO batch_seal (token) VALUES (?))"
-        + " INSERT INTO inbox (consumer_group, message_id, stream_id, outcome)"
-        + " VALUES ('v4', gen_random_uuid(), '1-1', 'processed')")) {
-      ps.setObject(1, token);
-      ps.executeUpdate();
-    }
+    insertMarkerSealedAsInV4(token);
     assertThatThrownBy(() -> execute("COMMIT"))
         .extracting(e -> ((SQLException) e).getSQLState()).isEqualTo(INVALID_TERMINATION);
     tx.rollback();
     assertThat(markers("v4")).isZero();
 
-    try (PreparedStatement ps = tx.prepareStatement("WITH seal AS (INSERT INTO batch_seal (token) VALUES (?))"
-        + " INSERT INTO inbox (consumer_group, message_id, stream_id, outcome)"
-        + " VALUES ('v4', gen_random_uuid(), '1-1', 'processed')")) {
-      ps.setObject(1, token);
-      ps.executeUpdate();
-    }
+    insertMarkerSealedAsInV4(token);
     try (PreparedStatement ps = tx.prepareStatement("DELETE FROM batch_seal WHERE token = ?;\nCOMMIT")) {
       ps.setObject(1, token);
       ps.execute();
     }
     tx.commit();
     assertThat(markers("v4")).isEqualTo(1);
+  }
+
+  /** A marker of group v4 and the seal as the consumers of V4 to V9 insert it, in one statement. */
+  private void insertMarkerSealedAsInV4(UUID token) throws SQLException {
+    try (PreparedStatement ps = tx.prepareStatement("WITH seal AS (INSERT INTO batch_seal (token) VALUES (?))"
+        + " INSERT INTO inbox (consumer_group, message_id, stream_id, outcome)"
+        + " VALUES ('v4', gen_random_uuid(), '1-1', 'processed')")) {
+      ps.setObject(1, token);
+      ps.executeUpdate();
+    }
   }
 
   private void insertSealedMarkers(UUID token, String group, int count) throws SQLException {

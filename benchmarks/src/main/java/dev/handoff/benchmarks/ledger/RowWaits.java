@@ -39,7 +39,8 @@ public record RowWaits(long rows, Leg producerTransaction, Leg toStream, Leg toC
   /** The waits of the rows whose key starts with {@code idPrefix} (the run's payment IDs), handled by {@code group}. */
   static RowWaits read(DataSource dataSource, String schema, String idPrefix, String group, double warmupSeconds) {
     try (Connection c = dataSource.getConnection()) {
-      String committed = commitTimestamps(c) ? "extract(epoch FROM pg_xact_commit_timestamp(%s.xmin)) * 1000" : "NULL::numeric";
+      String committed = commitTimestamps(c) ? "extract(epoch FROM pg_xact_commit_timestamp(%s.xmin)) * 1000"
+          : "NULL::numeric";
       String sql = "WITH run AS (SELECT extract(epoch FROM o.created_at) * 1000 AS started, o.stream_ms AS s,"
           + " extract(epoch FROM i.processed_at) * 1000 AS p, " + committed.formatted("pay") + " AS pc, "
           + committed.formatted("i") + " AS ic FROM " + schema + ".outbox o"

@@ -22,16 +22,18 @@ enum Blame {
   /**
    * The environment failed: the connection (SQLSTATE class 08), a privilege (42501), a table, column or function
    * (42P01, 42703, 42883: a schema not migrated as far as this version needs), resources (class 53), an
-   * administrator's shutdown (57P01-57P03), a read-only server (25006), a Redis connection or permission, a Redis Cluster in motion ({@code TRYAGAIN} while a slot migrates,
-   * {@code CLUSTERDOWN}, {@code MOVED}/{@code ASK} left unfollowed or past the client's attempts, a node
-   * {@code LOADING} or whose {@code MASTERDOWN}), or a handler's {@link RetryLaterException}. No delivery is counted.
+   * administrator's shutdown (57P01-57P03), a read-only server (25006), a Redis connection or permission, a Redis
+   * Cluster in motion ({@code TRYAGAIN} while a slot migrates, {@code CLUSTERDOWN}, {@code MOVED}/{@code ASK} left
+   * unfollowed or past the client's attempts, a node {@code LOADING} or whose {@code MASTERDOWN}), or a handler's
+   * {@link RetryLaterException}. No delivery is counted.
    */
   ENVIRONMENT,
   /** A serialization failure or deadlock (40001, 40P01): retried at once, no delivery counted. */
   CONFLICT;
 
-  private static final Set<String> ENVIRONMENT_STATES =
-      Set.of("42501", "42P01", "42703", "42883", "57P01", "57P02", "57P03", "25006");
+  /** A table, column or function that does not exist: most often a schema not migrated as far as this version. */
+  private static final Set<String> MISSING_OBJECT_STATES = Set.of("42P01", "42703", "42883");
+  private static final Set<String> ENVIRONMENT_STATES = Set.of("42501", "57P01", "57P02", "57P03", "25006");
   private static final Set<String> CONFLICT_STATES = Set.of("40001", "40P01");
   /**
    * Error replies of a cluster being resharded or failing over: they say where the data is now, never what is wrong
@@ -42,7 +44,12 @@ enum Blame {
 
   /** Whether {@code failure} or a cause says a table, column or function does not exist (42P01, 42703, 42883). */
   static boolean missingObject(Throwable failure) {
-    return Jdbc.hasState(failure, "42P01") || Jdbc.hasState(failure, "42703") || Jdbc.hasState(failure, "42883");
+    for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof SQLException s && MISSING_OBJECT_STATES.contains(s.getSQLState())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The blame for {@code failure}, read from it and its causes; the first that decides, decides. */
@@ -68,7 +75,8 @@ enum Blame {
       if (CONFLICT_STATES.contains(state)) {
         return CONFLICT;
       }
-      if (state.startsWith("08") || state.startsWith("53") || ENVIRONMENT_STATES.contains(state)) {
+      if (state.startsWith("08") || state.startsWith("53") || ENVIRONMENT_STATES.contains(state)
+          || MISSING_OBJECT_STATES.contains(state)) {
         return ENVIRONMENT;
       }
       return null;
