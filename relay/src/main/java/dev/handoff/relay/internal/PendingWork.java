@@ -21,9 +21,19 @@ final class PendingWork {
   private final String sql;
 
   PendingWork(String schema) {
-    sql = "SELECT s.topic, s.shard FROM unnest(?::text[], ?::int[]) AS s(topic, shard)"
-        + " WHERE EXISTS (SELECT 1 FROM " + schema + ".outbox o WHERE o.topic = s.topic AND o.shard = s.shard"
-        + " AND o.published_at IS NULL AND o.stream_ms IS NULL)";
+    sql = sql(schema);
+  }
+
+  /**
+   * The check, one bounded lookup of the unpublished index per shard ({@code LATERAL ... LIMIT 1}). Written as an
+   * {@code EXISTS}, it let the planner hash or loop over the whole index instead, the cheapest plan by statistics
+   * taken in steady state (almost no row unpublished), and that cost O(backlog) at every check exactly when a backlog
+   * built up (docs/performance.md; {@code OutboxQueriesPlanTest} checks the plan).
+   */
+  static String sql(String schema) {
+    return "SELECT s.topic, s.shard FROM unnest(?::text[], ?::int[]) AS s(topic, shard)"
+        + " CROSS JOIN LATERAL (SELECT 1 FROM " + schema + ".outbox o WHERE o.topic = s.topic AND o.shard = s.shard"
+        + " AND o.published_at IS NULL AND o.stream_ms IS NULL LIMIT 1) AS w";
   }
 
   /** The shards among {@code shards} that have at least one unassigned row now. */

@@ -63,6 +63,22 @@ class OutboxQueriesPlanTest {
   }
 
   @Test
+  void theCheckForRowsLooksUpEachShardInTheUnpublishedIndexWithAGenericPlanAsWithACustomOne() throws SQLException {
+    // Statistics from the steady state say almost no row is unpublished; with a backlog the check must still look
+    // each shard up in the index, not read the index through.
+    steadyStateThenABacklog();
+    String check = PendingWork.sql(env.schema());
+    String arguments = "'{payments,payments,payments,payments}', '{0,1,2,3}'";
+
+    for (boolean generic : new boolean[] {true, false}) {
+      String plan = plan(check, arguments, generic);
+      assertThat(outboxAccess(plan)).as(plan).containsExactly("Index Scan using outbox_unpublished_idx on outbox o");
+      assertThat(plan)
+          .containsPattern("Index Cond: \\(\\(\\(topic\\)::text = s\\.topic\\) AND \\(shard = s\\.shard\\)\\)");
+    }
+  }
+
+  @Test
   void assigningABatchReadsTheUnpublishedIndexInIdOrderWithAGenericPlanAsWithACustomOne() throws SQLException {
     // The function keeps a generic plan once it is no costlier than the custom ones: it must read as they do.
     steadyStateThenABacklog();
