@@ -17,6 +17,8 @@ import dev.handoff.testing.PgBouncerServer;
 import dev.handoff.testing.PgBouncerServer.PoolMode;
 import dev.handoff.testing.TestEnvironment;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -45,9 +47,13 @@ class RelayBehindPgBouncerTest {
    * Messages appended one by one through the pooler, each once the relay sleeps on every shard of the topic (its
    * LISTEN session holds their wake locks, read from {@code pg_locks}), within {@link #WAKE_DEADLINE}. The relay
    * sleeps only while its LISTEN session hears: its own probe NOTIFY, sent through the same pool as the appends,
-   * arrived there. A LISTEN session of the test's own then counts exactly one notification per message. This does
-   * not show which woke the relay, the notification or its next poll (its waits double from 32 ms after it falls
-   * asleep); {@code AppendWakeUpTest} shows that a notification wakes it.
+   * arrived there. A LISTEN session of the test's own then counts exactly one notification per message that found
+   * the relay asleep, which the append's own transaction shows: it could not take its shard's wake lock shared. The
+   * relay can wake an instant after the test saw it asleep (its last look after taking the locks found the previous
+   * message, or it heard that message's notification late), and an append that meets it awake rightly does not
+   * notify, so the test counts, not assumes, which appends found it asleep. This does not show which woke the relay,
+   * the notification or its next poll (its waits double from 32 ms after it falls asleep); {@code AppendWakeUpTest}
+   * shows that a notification wakes it.
    */
   private static final int WOKEN = 20;
   private static final Duration WAKE_DEADLINE = Duration.ofSeconds(60);
@@ -55,6 +61,8 @@ class RelayBehindPgBouncerTest {
   private final TestEnvironment env;
   private final Outbox outbox;
   private int appended;
+  /** Appends whose transaction found the relay asleep: it could not take the wake lock shared, so it notified. */
+  private int foundAsleep;
   private String topic;
   private int shards = 1;
 
@@ -112,6 +120,7 @@ class RelayBehindPgBouncerTest {
         LogCapture logs = LogCapture.start()) {
       topic = "direct";
       appended = 0;
+      foundAsleep = 0;
       assertEveryAppendWhileAsleepNotifies(pool, app, env.dataSource(), logs);
     }
   }
@@ -123,6 +132,7 @@ class RelayBehindPgBouncerTest {
         LogCapture logs = LogCapture.start()) {
       topic = "session";
       appended = 0;
+      foundAsleep = 0;
       assertEveryAppendWhileAsleepNotifies(pool, pool, null, logs);
     }
   }
@@ -139,6 +149,7 @@ class RelayBehindPgBouncerTest {
       topic = "payments";
       shards = 4;
       appended = 0;
+      foundAsleep = 0;
 
       Relay relay = Relay.builder(pooledDataSource, redis)                     // through PgBouncer, transaction pooling
           .notificationDataSource(directDataSource)                 // one connection held, straight to PostgreSQL
@@ -187,7 +198,8 @@ class RelayBehindPgBouncerTest {
       }
       heard = counter.drain();
     }
-    assertThat(heard).as("notifications, one per message appended while the relay slept").hasSize(WOKEN)
+    assertThat(foundAsleep).as("appends that found the relay asleep").isPositive();
+    assertThat(heard).as("notifications, one per message appended while the relay slept").hasSize(foundAsleep)
         .containsOnly(topic);
     assertPublishedOnce(appended);
     assertThat(logs.warnings()).as("WARN and ERROR lines").isEmpty();
@@ -228,12 +240,27 @@ class RelayBehindPgBouncerTest {
       tx.setAutoCommit(false);
       if (n == 1) {
         outbox.append(tx, batch.get(0));
+        if (!holdsWakeLockShared(tx)) {
+          foundAsleep++;
+        }
       } else {
         outbox.appendAll(tx, batch);
       }
       tx.commit();
     }
     appended += n;
+  }
+
+  /** Whether the append in {@code tx} took its shard's wake lock shared: the relay was awake, so it did not notify. */
+  private boolean holdsWakeLockShared(Connection tx) throws SQLException {
+    try (PreparedStatement ps = tx.prepareStatement("SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid()"
+        + " AND locktype = 'advisory' AND mode = 'ShareLock' AND granted AND objsubid = 2 AND classid::bigint = ?")) {
+      ps.setLong(1, Integer.toUnsignedLong(Notifications.lockKey(env.schema(), topic)));
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1) > 0;
+      }
+    }
   }
 
   private void awaitStreamLength(long length, Duration within) {
