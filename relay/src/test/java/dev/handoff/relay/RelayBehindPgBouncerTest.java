@@ -57,6 +57,9 @@ class RelayBehindPgBouncerTest {
    */
   private static final int WOKEN = 20;
   private static final Duration WAKE_DEADLINE = Duration.ofSeconds(60);
+  /** The granted wake locks of a topic ({@link #wakeLockKey()}) in {@code pg_locks}, as a FROM and WHERE clause. */
+  private static final String WAKE_LOCKS =
+      "FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ?";
 
   private final TestEnvironment env;
   private final Outbox outbox;
@@ -120,7 +123,6 @@ class RelayBehindPgBouncerTest {
         LogCapture logs = LogCapture.start()) {
       topic = "direct";
       appended = 0;
-      foundAsleep = 0;
       assertEveryAppendWhileAsleepNotifies(pool, app, env.dataSource(), logs);
     }
   }
@@ -132,7 +134,6 @@ class RelayBehindPgBouncerTest {
         LogCapture logs = LogCapture.start()) {
       topic = "session";
       appended = 0;
-      foundAsleep = 0;
       assertEveryAppendWhileAsleepNotifies(pool, pool, null, logs);
     }
   }
@@ -149,7 +150,6 @@ class RelayBehindPgBouncerTest {
       topic = "payments";
       shards = 4;
       appended = 0;
-      foundAsleep = 0;
 
       Relay relay = Relay.builder(pooledDataSource, redis)                     // through PgBouncer, transaction pooling
           .notificationDataSource(directDataSource)                 // one connection held, straight to PostgreSQL
@@ -207,14 +207,17 @@ class RelayBehindPgBouncerTest {
 
   /**
    * Whether the relay's LISTEN session holds the wake lock of every shard of the topic: what an append tries before
-   * it decides to notify (see {@code Notifications}). Two-key advisory locks show their first key as
-   * {@code classid}, an unsigned oid.
+   * it decides to notify (see {@code Notifications}).
    */
   private boolean relaySleepsOnEveryShard() {
-    return env.queryLong("SELECT count(DISTINCT objid) FROM pg_locks WHERE locktype = 'advisory'"
-        + " AND mode = 'ExclusiveLock' AND granted AND objsubid = 2 AND classid::bigint = ? AND objid::bigint < ?"
-        + " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-        Integer.toUnsignedLong(Notifications.lockKey(env.schema(), topic)), (long) shards) == shards;
+    return env.queryLong("SELECT count(DISTINCT objid) " + WAKE_LOCKS + " AND mode = 'ExclusiveLock'"
+        + " AND objid::bigint < ? AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        wakeLockKey(), (long) shards) == shards;
+  }
+
+  /** The test topic's wake lock key as {@code pg_locks} shows it: a two-key lock's first key is an unsigned oid. */
+  private long wakeLockKey() {
+    return Integer.toUnsignedLong(Notifications.lockKey(env.schema(), topic));
   }
 
   private RelayBuilder relay(DataSource pool) {
@@ -253,9 +256,9 @@ class RelayBehindPgBouncerTest {
 
   /** Whether the append in {@code tx} took its shard's wake lock shared: the relay was awake, so it did not notify. */
   private boolean holdsWakeLockShared(Connection tx) throws SQLException {
-    try (PreparedStatement ps = tx.prepareStatement("SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid()"
-        + " AND locktype = 'advisory' AND mode = 'ShareLock' AND granted AND objsubid = 2 AND classid::bigint = ?")) {
-      ps.setLong(1, Integer.toUnsignedLong(Notifications.lockKey(env.schema(), topic)));
+    try (PreparedStatement ps = tx.prepareStatement("SELECT count(*) " + WAKE_LOCKS + " AND mode = 'ShareLock'"
+        + " AND pid = pg_backend_pid()")) {
+      ps.setLong(1, wakeLockKey());
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return rs.getLong(1) > 0;

@@ -44,12 +44,7 @@ enum Blame {
 
   /** Whether {@code failure} or a cause says a table, column or function does not exist (42P01, 42703, 42883). */
   static boolean missingObject(Throwable failure) {
-    for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
-      if (t instanceof SQLException s && MISSING_OBJECT_STATES.contains(s.getSQLState())) {
-        return true;
-      }
-    }
-    return false;
+    return Jdbc.hasState(failure, MISSING_OBJECT_STATES);
   }
 
   /** The blame for {@code failure}, read from it and its causes; the first that decides, decides. */

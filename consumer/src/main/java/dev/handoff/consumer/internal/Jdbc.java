@@ -2,6 +2,7 @@ package dev.handoff.consumer.internal;
 
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.Set;
 
 /** How the consumer ends a transaction and hands a connection back, whatever state the connection is in. */
 final class Jdbc {
@@ -58,8 +59,13 @@ final class Jdbc {
 
   /** True when {@code e} or one of its causes is an {@link SQLException} of SQLSTATE {@code state}. */
   static boolean hasState(Throwable e, String state) {
+    return hasState(e, Set.of(state));
+  }
+
+  /** True when {@code e} or one of its causes is an {@link SQLException} of one of the SQLSTATEs {@code states}. */
+  static boolean hasState(Throwable e, Set<String> states) {
     for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof SQLException s && state.equals(s.getSQLState())) {
+      if (t instanceof SQLException s && states.contains(s.getSQLState())) {
         return true;
       }
     }
