@@ -65,7 +65,8 @@ final class Jdbc {
   /** True when {@code e} or one of its causes is an {@link SQLException} of one of the SQLSTATEs {@code states}. */
   static boolean hasState(Throwable e, Set<String> states) {
     for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof SQLException s && states.contains(s.getSQLState())) {
+      // Set.of's contains refuses null, and a driver may leave the SQLSTATE out.
+      if (t instanceof SQLException s && s.getSQLState() != null && states.contains(s.getSQLState())) {
         return true;
       }
     }
