@@ -80,6 +80,12 @@ final class BenchCommand implements Callable<Integer> {
       + " share")
   boolean pinProducers;
 
+  @Option(names = "--server-checkpoints", description = "leave checkpoints to the server's schedule, as an"
+      + " application meets them: a run may start in the middle of one, and at 2,000 payments/s on the default"
+      + " max_wal_size one is in progress most of the time (default: a CHECKPOINT before each run, so that every run,"
+      + " handoff's and raw's alike, starts right after one)")
+  boolean serverCheckpoints;
+
   @Option(names = "--unsafe-fast-db", description = "run the embedded PostgreSQL with fsync, synchronous_commit and"
       + " full_page_writes off, as no production database runs (default: on, the production defaults; the report"
       + " states which)")
@@ -204,7 +210,7 @@ final class BenchCommand implements Callable<Integer> {
             workers, batch, payments, retained, overload, overloadRate, schema, keyPrefix, keep,
             parseDuration(outboxRetention, "--outbox-retention"),
             parseDuration(maintenanceInterval, "--maintenance-interval"), wakeUps,
-            pinProducers ? CpuPinning.halves() : null, warmUpRounds);
+            pinProducers ? CpuPinning.halves() : null, warmUpRounds, serverCheckpoints);
       }
     } catch (IllegalArgumentException e) {
       throw new LedgerException(e.getMessage());

@@ -33,6 +33,7 @@ class BenchTest {
   @Test
   void quickBenchWritesItsReportAndAgreesWithTheDatabase(@TempDir Path dir) throws Exception {
     // when
+    long checkpointsBefore = requestedCheckpoints();
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
     Path report = dir.resolve("report");
@@ -54,6 +55,11 @@ class BenchTest {
     // It names the servers it ran against: the ones this test gave it, whichever versions they are.
     assertThat(md).contains("| PostgreSQL | PostgreSQL " + postgresVersion() + " ");
     assertThat(md).contains("| Redis | " + redisVersion() + " (");
+    // Every run starts right after a checkpoint of its own: at least the warm-up's two and the two runs' two (the
+    // probe's is one more), where the server's schedule would have asked none in a run this short.
+    assertThat(md).contains("| checkpoints | a `CHECKPOINT` after each run's set-up, right before it starts");
+    assertThat(requestedCheckpoints() - checkpointsBefore).as("checkpoints asked during the bench")
+        .isGreaterThanOrEqualTo(5);
 
     // Each run's payments and charges, as printed, are those of its own schema (kept by --keep), one charge each:
     // the run at 500/s, then the one flat out, each in a fresh schema seeded with the same settled history.
@@ -187,6 +193,13 @@ class BenchTest {
   }
 
   /** The test server's version number, such as {@code 17.5} or {@code 15.20}, as {@code version()} starts with it. */
+  /** Checkpoints asked of the server so far ({@code CHECKPOINT} or WAL volume): PostgreSQL 17 moved the count. */
+  private long requestedCheckpoints() {
+    return env.queryLong("SELECT current_setting('server_version_num')::int") >= 170000
+        ? env.queryLong("SELECT num_requested FROM pg_stat_checkpointer")
+        : env.queryLong("SELECT checkpoints_req FROM pg_stat_bgwriter");
+  }
+
   private String postgresVersion() throws Exception {
     try (Connection c = env.dataSource().getConnection();
         Statement s = c.createStatement();

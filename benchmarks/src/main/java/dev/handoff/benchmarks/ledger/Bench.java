@@ -48,12 +48,13 @@ public final class Bench {
    * What the benchmark runs with. {@code rate 0} is flat out. {@code outboxRetention} and {@code maintenanceInterval}
    * are the end-to-end relays' (a short retention keeps the outbox purge deleting at the append rate, to measure
    * what it costs). {@code pinned}, unless null, runs the producer processes and their backends on CPUs of their own
-   * ({@link CpuPinning}).
+   * ({@link CpuPinning}). {@code serverCheckpoints} leaves checkpoints to the server's schedule instead of forcing one
+   * before each run ({@link BenchFixtures#checkpoint}).
    */
   public record Config(List<Double> rates, Duration duration, List<Shape> shapes, int shards,
       int workers, int batch, int payments, long retained, boolean overload, double overloadRate, String schema,
       String keyPrefix, boolean keep, Duration outboxRetention, Duration maintenanceInterval, int wakeUps,
-      CpuPinning.Split pinned, int maxWarmUpRounds) {
+      CpuPinning.Split pinned, int maxWarmUpRounds, boolean serverCheckpoints) {
 
     public Config {
       rates = List.copyOf(rates);
@@ -95,7 +96,7 @@ public final class Bench {
     Config withShape(Shape shape) {
       return new Config(rates, duration, List.of(shape), shards, workers, batch, payments, retained, overload,
           overloadRate, schema, keyPrefix, keep, outboxRetention, maintenanceInterval, wakeUps, pinned,
-          maxWarmUpRounds);
+          maxWarmUpRounds, serverCheckpoints);
     }
 
     TopicConfig topic() {

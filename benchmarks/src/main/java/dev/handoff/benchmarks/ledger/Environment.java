@@ -13,10 +13,15 @@ import java.util.Map;
 import javax.sql.DataSource;
 import redis.clients.jedis.UnifiedJedis;
 
-/** The machine, the JVM and the servers the benchmark ran on. */
+/**
+ * The machine, the JVM and the servers the benchmark ran on.
+ *
+ * @param checkpoints whether the benchmark can force a checkpoint before each run ({@link BenchFixtures#checkpoint}),
+ *     and if not, why
+ */
 public record Environment(int cores, long memoryBytes, String cpu, String os, String jdk, String jvmArgs,
-    long maxHeap, String postgres, Map<String, String> postgresSettings, String redis, String redisSettings,
-    String servers) {
+    long maxHeap, String postgres, Map<String, String> postgresSettings, String checkpoints, String redis,
+    String redisSettings, String servers) {
 
   static Environment probe(DataSource dataSource, UnifiedJedis redis, String servers) {
     long memory = -1;
@@ -39,7 +44,7 @@ public record Environment(int cores, long memoryBytes, String cpu, String os, St
       }
       try (ResultSet rs = s.executeQuery("SELECT name, setting, coalesce(unit, '') FROM pg_settings WHERE name IN"
           + " ('fsync', 'synchronous_commit', 'full_page_writes', 'shared_buffers', 'max_connections', 'wal_level',"
-          + " 'track_commit_timestamp')"
+          + " 'track_commit_timestamp', 'max_wal_size', 'checkpoint_timeout')"
           + " ORDER BY name")) {
         while (rs.next()) {
           settings.put(rs.getString(1), rs.getString(2) + (rs.getString(3).isEmpty() ? "" : " x " + rs.getString(3)));
@@ -48,6 +53,7 @@ public record Environment(int cores, long memoryBytes, String cpu, String os, St
     } catch (SQLException e) {
       pg = "unknown (" + e.getMessage() + ")";
     }
+    String checkpoints = BenchFixtures.checkpoint(dataSource);
     String redisVersion = "unknown";
     String redisSettings = "";
     try {
@@ -71,7 +77,8 @@ public record Environment(int cores, long memoryBytes, String cpu, String os, St
         System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch"),
         System.getProperty("java.vm.vendor") + " " + System.getProperty("java.vm.name") + " "
             + System.getProperty("java.runtime.version"),
-        String.join(" ", runtime.getInputArguments()), Runtime.getRuntime().maxMemory(), pg, settings, redisVersion,
+        String.join(" ", runtime.getInputArguments()), Runtime.getRuntime().maxMemory(), pg, settings, checkpoints,
+        redisVersion,
         redisSettings, servers);
   }
 
