@@ -228,7 +228,8 @@ public final class Bench {
     BenchFixtures fixtures = new BenchFixtures(dataSource, redis, config);
     EndToEnd endToEnd = new EndToEnd(servers, config.withShape(inProcess(config.shape())), log, jdbcUrl);
 
-    Environment env = Environment.probe(dataSource, redis, described);
+    Environment env = Environment.probe(dataSource, redis, described,
+        config.serverCheckpoints() ? "`--server-checkpoints`" : null);
     log.event("%s", env.oneLine());
     fixtures.requireFresh(config.schema(), config.keyPrefix());
     LedgerMigrations.migrate(dataSource, config.schema());

@@ -53,12 +53,11 @@ public final class BenchReport {
         pgs.append(pgs.length() == 0 ? "" : ", ").append(s.getKey()).append('=').append(s.getValue());
       }
       row(md, "PostgreSQL settings", pgs.toString());
-      row(md, "checkpoints", c.serverCheckpoints() ? "left to the server's schedule (`--server-checkpoints`): a run"
-          + " may start in the middle of one, or meet one" : e.checkpoints() != null ? "left to the server's schedule"
-          + " (`CHECKPOINT` refused: " + e.checkpoints() + "): a run may start in the middle of one, or meet one"
-          : "a `CHECKPOINT` after each run's set-up, right before it starts (handoff's, raw's, the bare producers'"
-          + " and the warm-ups'): every run starts right after one, and none falls inside a run that writes less WAL"
-          + " than `max_wal_size` calls for");
+      row(md, "checkpoints", e.checkpoints() == null ? "a `CHECKPOINT` after each run's set-up, right before it"
+          + " starts (handoff's, raw's, the bare producers' and the warm-ups'): every run starts right after one, and"
+          + " none falls inside a run that writes less WAL than `max_wal_size` calls for"
+          : "left to the server's schedule (" + e.checkpoints() + "): a run may start in the middle of one, or meet"
+          + " one");
       row(md, "Redis", e.redis() + " (" + e.redisSettings() + ")");
       row(md, "servers", e.servers() + "; everything on this machine, sharing its cores"
           + (c.pinned() == null ? "" : " except that the producer processes and their backends run on CPUs "

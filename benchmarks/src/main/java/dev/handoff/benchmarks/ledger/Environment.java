@@ -16,14 +16,18 @@ import redis.clients.jedis.UnifiedJedis;
 /**
  * The machine, the JVM and the servers the benchmark ran on.
  *
- * @param checkpoints whether the benchmark can force a checkpoint before each run ({@link BenchFixtures#checkpoint}),
- *     and if not, why
+ * @param checkpoints {@code null} when the benchmark forces a checkpoint before each run
+ *     ({@link BenchFixtures#checkpoint}), else why it leaves them to the server's schedule
  */
 public record Environment(int cores, long memoryBytes, String cpu, String os, String jdk, String jvmArgs,
     long maxHeap, String postgres, Map<String, String> postgresSettings, String checkpoints, String redis,
     String redisSettings, String servers) {
 
-  static Environment probe(DataSource dataSource, UnifiedJedis redis, String servers) {
+  /**
+   * {@code leaveCheckpoints}: why the benchmark leaves checkpoints to the server's schedule, or {@code null} when it
+   * forces one before each run, as the server lets it (tried here once).
+   */
+  static Environment probe(DataSource dataSource, UnifiedJedis redis, String servers, String leaveCheckpoints) {
     long memory = -1;
     if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
       memory = os.getTotalMemorySize();
@@ -53,7 +57,11 @@ public record Environment(int cores, long memoryBytes, String cpu, String os, St
     } catch (SQLException e) {
       pg = "unknown (" + e.getMessage() + ")";
     }
-    String checkpoints = BenchFixtures.checkpoint(dataSource);
+    String checkpoints = leaveCheckpoints;
+    if (checkpoints == null) {
+      String refused = BenchFixtures.checkpoint(dataSource);
+      checkpoints = refused == null ? null : "`CHECKPOINT` refused: " + refused;
+    }
     String redisVersion = "unknown";
     String redisSettings = "";
     try {

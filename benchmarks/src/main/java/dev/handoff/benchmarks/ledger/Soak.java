@@ -102,7 +102,8 @@ public final class Soak {
   public static Result run(DataSource dataSource, RedisClient redis, RedisConnectionSpec redisSpec, Config config,
       String described, PrintWriter out) {
     LedgerServers servers = new LedgerServers(dataSource, redis, redisSpec);
-    Environment env = Environment.probe(dataSource, redis, described);
+    Environment env = Environment.probe(dataSource, redis, described,
+        "a soak runs for as long as it is told, as an application does");
     String schema = config.schema();
     SoakSampler sampler = new SoakSampler(dataSource, redis, config);
     sampler.requireFresh();
