@@ -10,7 +10,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import javax.sql.DataSource;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.params.ScanParams;
@@ -88,11 +87,11 @@ record BenchFixtures(DataSource dataSource, UnifiedJedis redis, Bench.Config con
    * on a server of the user's own), which the report states.
    */
   static String checkpoint(DataSource dataSource) {
-    try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
-      s.execute("CHECKPOINT");
+    try {
+      new Sql(dataSource, "benchmark").exec("CHECKPOINT");
       return null;
-    } catch (SQLException e) {
-      return e.getMessage();
+    } catch (IllegalStateException e) {
+      return e.getCause() == null ? e.getMessage() : e.getCause().getMessage();
     }
   }
 

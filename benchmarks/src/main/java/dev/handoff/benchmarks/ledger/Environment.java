@@ -86,8 +86,7 @@ public record Environment(int cores, long memoryBytes, String cpu, String os, St
         System.getProperty("java.vm.vendor") + " " + System.getProperty("java.vm.name") + " "
             + System.getProperty("java.runtime.version"),
         String.join(" ", runtime.getInputArguments()), Runtime.getRuntime().maxMemory(), pg, settings, checkpoints,
-        redisVersion,
-        redisSettings, servers);
+        redisVersion, redisSettings, servers);
   }
 
   String oneLine() {
